@@ -1,0 +1,2 @@
+-- name: account_credits_select
+SELECT * FROM account_credits($1, $2)

@@ -1,0 +1,2 @@
+-- name: wallets_count
+SELECT count(*)::integer AS wallets FROM wallets

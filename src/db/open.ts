@@ -1,0 +1,15 @@
+// Opens the database named by config: PostgreSQL when DATABASE_URL is set, else embedded PGlite.
+import { openPglite } from "./pglite.ts";
+import { openPostgres } from "./postgres.ts";
+import { migrate } from "./migrate.ts";
+import { loadQueries } from "./queries.ts";
+import type { Db } from "./types.ts";
+
+export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; max?: number }): Promise<Db> {
+  loadQueries();
+  const db = options.databaseUrl
+    ? openPostgres(options.databaseUrl, { max: options.max })
+    : await openPglite(options.dataDir);
+  await migrate(db);
+  return db;
+}

@@ -1,0 +1,51 @@
+// Loads sql/queries/<name>.sql once at boot: a missing file fails the start, not a request.
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const SQL_DIR = fileURLToPath(new URL("../../sql", import.meta.url));
+
+export const QUERY_NAMES = [
+  "meter_call",
+  "wallets_select_records",
+  "usage_events_insert_many",
+  "usage_events_select_summary",
+  "usage_events_select_by_route",
+  "usage_events_select_by_day",
+  "idempotent_responses_insert",
+  "accounts_insert",
+  "accounts_select_by_id",
+  "api_keys_insert",
+  "api_keys_select_for_usage",
+  "credit_grants_insert",
+  "account_credits_select",
+  "rate_windows_select",
+  "stats_snapshots_select_day",
+  "stats_snapshots_insert_counts",
+  "wallets_upsert_many",
+  "links_upsert_many",
+  "farcaster_accounts_upsert_many",
+  "twitter_reachability_upsert_many",
+  "wallets_refresh_last_updated",
+  "wallets_count",
+] as const;
+
+export type QueryName = (typeof QUERY_NAMES)[number];
+
+let loaded: Map<string, string> | undefined;
+
+export function loadQueries(): Map<string, string> {
+  if (loaded) return loaded;
+  const dir = `${SQL_DIR}/queries`;
+  const files = new Set(readdirSync(dir));
+  const map = new Map<string, string>();
+  for (const name of QUERY_NAMES) {
+    if (!files.has(`${name}.sql`)) throw new Error(`Cannot start: query file sql/queries/${name}.sql is missing`);
+    map.set(name, readFileSync(`${dir}/${name}.sql`, "utf8"));
+  }
+  loaded = map;
+  return map;
+}
+
+export function sql(name: QueryName): string {
+  return loadQueries().get(name)!;
+}
