@@ -1,0 +1,72 @@
+// Reads and validates the environment once; a bad value stops the start with one clear line.
+import * as v from "valibot";
+
+const Int = (min: number, max: number) =>
+  v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(min), v.maxValue(max));
+
+const Url = v.pipe(v.string(), v.url("must be a URL"));
+
+const EnvSchema = v.object({
+  PORT: v.optional(Int(0, 65535), "8787"),
+  HOST: v.optional(v.string(), "0.0.0.0"),
+  PUBLIC_URL: v.optional(Url),
+  DATABASE_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"))),
+  DATA_DIR: v.optional(v.string(), ".data"),
+  STALE_AFTER_DAYS: v.optional(Int(1, 3650), "30"),
+  LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
+  NEYNAR_API_URL: v.optional(Url),
+  NEYNAR_API_KEY: v.optional(v.string()),
+  ETH_RPC_URL: v.optional(Url),
+  X_API_URL: v.optional(Url),
+  X_BEARER_TOKEN: v.optional(v.string()),
+  X402_FACILITATOR_URL: v.optional(Url),
+  X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  databaseUrl?: string;
+  dataDir: string;
+  staleAfterDays: number;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  upstreams: {
+    neynarApiUrl?: string;
+    neynarApiKey?: string;
+    ethRpcUrl?: string;
+    xApiUrl?: string;
+    xBearerToken?: string;
+    x402FacilitatorUrl?: string;
+    x402PayTo?: string;
+  };
+}
+
+export function readConfig(env: Record<string, string | undefined>): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
+  const result = v.safeParse(EnvSchema, present);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const key = issue.path?.map((p) => String(p.key)).join(".") ?? "environment";
+    throw new Error(`Cannot start: ${key} ${issue.message}`);
+  }
+  const e = result.output;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    staleAfterDays: e.STALE_AFTER_DAYS,
+    logLevel: e.LOG_LEVEL,
+    upstreams: {
+      neynarApiUrl: e.NEYNAR_API_URL,
+      neynarApiKey: e.NEYNAR_API_KEY,
+      ethRpcUrl: e.ETH_RPC_URL,
+      xApiUrl: e.X_API_URL,
+      xBearerToken: e.X_BEARER_TOKEN,
+      x402FacilitatorUrl: e.X402_FACILITATOR_URL,
+      x402PayTo: e.X402_PAY_TO,
+    },
+  };
+}
