@@ -1,0 +1,100 @@
+// createApp(deps): the whole service as a fetch(Request) => Response handler, on Web APIs only.
+import { Hono } from "hono";
+import "./http/context.ts";
+import type { Config } from "./config.ts";
+import type { Db } from "./db/types.ts";
+import { createUsageRecorder, type UsageRecorder } from "./ledger/usage.ts";
+import { ApiError, renderError } from "./http/errors.ts";
+import { meteredResponses } from "./http/meter.ts";
+import { accountRoutes } from "./routes/account.ts";
+import { batchRoutes } from "./routes/batch.ts";
+import { walletRoutes } from "./routes/wallet.ts";
+import type { RouteDeps } from "./routes/deps.ts";
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  now?: () => Date;
+  log?: (line: string) => void;
+  usage?: UsageRecorder;
+}
+
+export interface App {
+  fetch: (req: Request) => Promise<Response>;
+  /** Writes buffered usage events; call before closing the database. */
+  close: () => Promise<void>;
+}
+
+// Known paths and their methods, so a wrong method answers 405 rather than 404.
+const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
+  { pattern: /^\/api\/v1\/wallet\/[^/]+$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/batch$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
+  { pattern: /^\/healthz$/, methods: ["GET"] },
+];
+
+const CORS_HEADERS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers":
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
+};
+
+export function createApp(deps: AppDeps): App {
+  const now = deps.now ?? (() => new Date());
+  const log = deps.log ?? ((line: string) => console.error(line));
+  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
+  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log };
+
+  const app = new Hono();
+
+  app.use(async (c, next) => {
+    const requestId = crypto.randomUUID();
+    c.set("requestId", requestId);
+    if (c.req.method === "OPTIONS") {
+      return new Response(null, {
+        status: 204,
+        headers: {
+          ...CORS_HEADERS,
+          "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+          "Access-Control-Allow-Headers":
+            c.req.header("Access-Control-Request-Headers") ?? "Authorization, Content-Type, Idempotency-Key",
+          "Access-Control-Max-Age": "86400",
+        },
+      });
+    }
+    await next();
+    for (const [name, value] of Object.entries(CORS_HEADERS)) c.res.headers.set(name, value);
+    c.res.headers.set("X-Request-Id", requestId);
+  });
+
+  app.get("/healthz", async (c) => {
+    await deps.db.query("SELECT 1");
+    return c.json({ status: "ok" });
+  });
+
+  const v1 = new Hono();
+  v1.use(meteredResponses(usage, now));
+  v1.route("/", walletRoutes(routeDeps));
+  v1.route("/", batchRoutes(routeDeps));
+  v1.route("/", accountRoutes(routeDeps));
+  app.route("/api/v1", v1);
+
+  app.notFound((c) => {
+    const known = ROUTES.find((r) => r.pattern.test(c.req.path));
+    if (known) {
+      const err = new ApiError(405, "METHOD_NOT_ALLOWED", `Method ${c.req.method} is not allowed here: use ${known.methods.join(", ")}`, {
+        Allow: [...known.methods, "OPTIONS"].join(", "),
+      });
+      return renderError(err, c, log);
+    }
+    return renderError(new ApiError(404, "NOT_FOUND", `No such endpoint: ${c.req.method} ${c.req.path}`), c, log);
+  });
+
+  app.onError((err, c) => renderError(err, c, log));
+
+  return {
+    fetch: async (req: Request) => await app.fetch(req),
+    close: () => usage.flush(),
+  };
+}

@@ -1,0 +1,49 @@
+// Reads a request body up to a byte limit, counting bytes actually read (never Content-Length).
+import { ApiError } from "./errors.ts";
+
+export const ONE_MB = 1024 * 1024;
+
+export function tooLarge(limitLabel: string): ApiError {
+  return new ApiError(413, "INVALID_REQUEST", `Request body is too large: the limit is ${limitLabel}`);
+}
+
+export async function readBodyLimited(req: Request, maxBytes: number, limitLabel: string): Promise<Uint8Array> {
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limitLabel);
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/** Parses `{wallets: [...]}`; INVALID_REQUEST when the body is not JSON or wallets is missing, not an array or empty. */
+export function parseWalletList(body: Uint8Array): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    throw new ApiError(400, "INVALID_REQUEST", "Request body is not valid JSON");
+  }
+  const wallets = (parsed as { wallets?: unknown } | null)?.wallets;
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed) || wallets === undefined) {
+    throw new ApiError(400, "INVALID_REQUEST", "Request body must be a JSON object with a wallets array");
+  }
+  if (!Array.isArray(wallets)) throw new ApiError(400, "INVALID_REQUEST", "wallets must be an array of addresses");
+  if (wallets.length === 0) throw new ApiError(400, "INVALID_REQUEST", "wallets must not be empty");
+  return wallets;
+}

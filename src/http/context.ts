@@ -1,0 +1,9 @@
+// Typed per-request values shared between middleware and handlers.
+import type { Metered } from "./meter.ts";
+
+declare module "hono" {
+  interface ContextVariableMap {
+    requestId: string;
+    meter: Metered;
+  }
+}

@@ -1,0 +1,200 @@
+// Authenticates a request and meters it in one database round trip (meter_call), and renders
+// the rate-limit headers and usage event of every authenticated response.
+import type { Context, MiddlewareHandler } from "hono";
+import type { Db } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
+import type { UsageRecorder } from "../ledger/usage.ts";
+import { ApiError } from "./errors.ts";
+import "./context.ts";
+
+export interface Window {
+  name: "minute" | "day" | "month";
+  limit: number | null;
+  used: number;
+  resetAt: Date;
+}
+
+export interface Metered {
+  keyId: string;
+  accountId: string;
+  accountBound: boolean;
+  plan: string;
+  maxBatchSize: number | null;
+  windows: Window[];
+  /** Balance before this call's debit; null when the account is unmetered. */
+  available: number | null;
+  unmetered: boolean;
+  matched: number;
+  /** Rate-limit units this call spent (0 when it was refused). */
+  units: number;
+  wallets: number;
+  route: string;
+  replay?: { requestHash: string; status: number; body: string };
+}
+
+export interface MeterOptions {
+  /** Route template for usage, e.g. /v1/wallet/{address}. */
+  route: string;
+  weight: number;
+  needsCredits: boolean;
+  /** Checked against the plan's max_batch_size before anything is counted. */
+  listSize?: number;
+  /** Deduplicated addresses to bill for x_or_farcaster matches. */
+  billWallets?: string[];
+  callKey?: string;
+  idempotencyKey?: string;
+  wallets?: number;
+}
+
+export interface MeterDeps {
+  db: Db;
+  now: () => Date;
+  publicUrl: string;
+}
+
+type MeterRow = {
+  outcome: "unauthorized" | "replay" | "batch_too_large" | "rate_limited" | "no_credits" | "ok";
+  key_id: string;
+  account_id: string;
+  account_bound: boolean;
+  plan: string;
+  limit_minute: number | null;
+  limit_day: number | null;
+  limit_month: number | null;
+  max_batch_size: number | null;
+  used_minute: number;
+  used_day: number;
+  used_month: number;
+  available: number | null;
+  unmetered: boolean;
+  matched: number;
+  idem_request_hash: string | null;
+  idem_status: number | null;
+  idem_body: string | null;
+};
+
+const UNAUTHORIZED = () =>
+  new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key: send Authorization: Bearer <API_KEY>");
+
+/** The credential of a request: `Bearer <key>` or the bare key. */
+export function credentialOf(req: Request): string | undefined {
+  const header = req.headers.get("authorization")?.trim();
+  if (!header) return undefined;
+  const match = /^bearer\s+(.+)$/i.exec(header);
+  return (match ? match[1] : header).trim();
+}
+
+export function windowsAt(now: Date): { minute: Date; day: Date; month: Date } {
+  const t = now.getTime();
+  const minute = new Date(t - (t % 60_000) + 60_000);
+  const day = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+  const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { minute, day, month };
+}
+
+export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
+  const credential = credentialOf(c.req.raw);
+  if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED();
+  const now = deps.now();
+  const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
+  const [row] = await deps.db.query<MeterRow>(sql("meter_call"), [
+    await sha256Hex(credential),
+    now,
+    options.weight,
+    options.needsCredits,
+    options.listSize ?? null,
+    options.callKey ?? (bill ? `call:${crypto.randomUUID()}` : null),
+    bill,
+    options.idempotencyKey ?? null,
+  ]);
+  if (row.outcome === "unauthorized") throw UNAUTHORIZED();
+
+  const resets = windowsAt(now);
+  const metered: Metered = {
+    keyId: row.key_id,
+    accountId: row.account_id,
+    accountBound: row.account_bound,
+    plan: row.plan,
+    maxBatchSize: row.max_batch_size,
+    windows: [
+      { name: "minute", limit: row.limit_minute, used: row.used_minute, resetAt: resets.minute },
+      { name: "day", limit: row.limit_day, used: row.used_day, resetAt: resets.day },
+      { name: "month", limit: row.limit_month, used: row.used_month, resetAt: resets.month },
+    ],
+    available: row.available,
+    unmetered: row.unmetered,
+    matched: row.matched,
+    units: row.outcome === "ok" ? options.weight : 0,
+    wallets: options.wallets ?? 0,
+    route: options.route,
+  };
+  c.set("meter", metered);
+
+  switch (row.outcome) {
+    case "replay":
+      metered.replay = { requestHash: row.idem_request_hash!, status: row.idem_status!, body: row.idem_body! };
+      return metered;
+    case "batch_too_large":
+      throw new ApiError(
+        400,
+        "BATCH_SIZE_EXCEEDED",
+        `Too many addresses: ${options.listSize} sent, the per-request maximum on the ${row.plan} plan is ${row.max_batch_size}; split the list into requests of at most ${row.max_batch_size}`,
+      );
+    case "rate_limited": {
+      const blocking = metered.windows.filter((w) => w.limit !== null && w.used + options.weight > w.limit);
+      const until = Math.max(...blocking.map((w) => w.resetAt.getTime()));
+      const names = blocking.map((w) => w.name).join(" and ");
+      throw new ApiError(429, "RATE_LIMITED", `Rate limit reached on the ${names} window: retry after it resets`, {
+        "Retry-After": String(Math.max(1, Math.ceil((until - now.getTime()) / 1000))),
+      });
+    }
+    case "no_credits":
+      throw new ApiError(
+        402,
+        "NO_CREDITS",
+        `No match credits left: buy a pack at ${deps.publicUrl}/api/x402/buy or add credits to the account`,
+      );
+    default:
+      return metered;
+  }
+}
+
+/** The window closest to exhaustion: lowest remaining, the shortest window on a tie. */
+export function rateLimitHeaders(m: Metered): Record<string, string> | undefined {
+  let chosen: { w: Window; remaining: number } | undefined;
+  for (const w of m.windows) {
+    if (w.limit === null) continue;
+    const remaining = Math.max(0, w.limit - w.used);
+    if (!chosen || remaining < chosen.remaining) chosen = { w, remaining };
+  }
+  if (!chosen) return undefined;
+  return {
+    "X-RateLimit-Limit": String(chosen.w.limit),
+    "X-RateLimit-Remaining": String(chosen.remaining),
+    "X-RateLimit-Reset": String(Math.floor(chosen.w.resetAt.getTime() / 1000)),
+  };
+}
+
+/** Adds the rate-limit headers to authenticated responses and records their usage events. */
+export function meteredResponses(usage: UsageRecorder, now: () => Date): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const m = c.get("meter") as Metered | undefined;
+    if (!m) return;
+    const headers = rateLimitHeaders(m);
+    if (headers) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    usage.record({
+      accountId: m.accountId,
+      keyId: m.keyId,
+      route: m.route,
+      status: c.res.status,
+      latencyMs: performance.now() - started,
+      units: m.units,
+      wallets: m.wallets,
+      matches: c.res.status < 400 ? m.matched : 0,
+      at: now(),
+    });
+  };
+}

@@ -1,0 +1,261 @@
+// Builds wallet records from the identity rows of wallets_select_records: which twitter handle
+// shows, what `verified`, `self_declared`, `also` and reachability say, the evidence classes
+// and the quality score.
+import type { Db } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+
+export const EVIDENCE_CLASSES = ["onchain", "farcaster", "attested-social", "manual", "aggregated"] as const;
+const ATTESTED = new Set(["onchain", "farcaster", "attested-social", "manual"]);
+
+export interface IdentityRow {
+  address: string;
+  last_updated: Date | null;
+  checked_at: Date;
+  kind: string | null;
+  value: string | null;
+  route: string | null;
+  class: string | null;
+  self_declared: boolean | null;
+  detail: Record<string, unknown> | null;
+  observed_at: Date | null;
+  fid: number | null;
+  fc_username: string | null;
+  fc_followers: number | null;
+  reachability: string | null;
+  reachability_checked_at: Date | null;
+}
+
+export interface TwitterView {
+  handle: string;
+  url: string;
+  verified: boolean;
+  selfDeclared: boolean;
+  reachability?: { value: string; reachable: boolean; checkedAt: Date };
+  also?: { handle: string; url: string; source: string };
+}
+
+export interface FarcasterView {
+  username: string;
+  url: string;
+  followers?: number;
+  fid: number;
+  verified: boolean;
+}
+
+export interface AgentView {
+  is_agent?: boolean;
+  name?: string;
+  framework?: string;
+  type?: string;
+  token_symbol?: string;
+  verified?: boolean;
+}
+
+export interface WalletView {
+  wallet: string;
+  found: boolean;
+  lastUpdated: Date | null;
+  checkedAt: Date;
+  stale: boolean;
+  ensName?: string;
+  twitter?: TwitterView;
+  farcaster?: FarcasterView;
+  lens?: string;
+  github?: string;
+  agent?: AgentView;
+  sources: string[];
+  quality: { score: number; lastVerified: Date | null };
+}
+
+export async function selectIdentityRows(db: Db, addresses: string[]): Promise<IdentityRow[]> {
+  if (addresses.length === 0) return [];
+  return await db.query<IdentityRow & Record<string, unknown>>(sql("wallets_select_records"), [addresses]);
+}
+
+/** Views of the wallets the index has seen, keyed by address; a never-seen wallet has no entry. */
+export function buildViews(rows: IdentityRow[], options: { now: Date; staleAfterDays: number }): Map<string, WalletView> {
+  const grouped = new Map<string, IdentityRow[]>();
+  for (const row of rows) {
+    const list = grouped.get(row.address);
+    if (list) list.push(row);
+    else grouped.set(row.address, [row]);
+  }
+  const views = new Map<string, WalletView>();
+  for (const [address, list] of grouped) views.set(address, buildView(list, options));
+  return views;
+}
+
+interface Candidate {
+  value: string;
+  classes: Set<string>;
+  routes: IdentityRow[];
+  newest: number;
+}
+
+function candidates(rows: IdentityRow[], kind: string): Candidate[] {
+  const byValue = new Map<string, Candidate>();
+  for (const row of rows) {
+    if (row.kind !== kind || row.value === null) continue;
+    let c = byValue.get(row.value);
+    if (!c) byValue.set(row.value, (c = { value: row.value, classes: new Set(), routes: [], newest: 0 }));
+    if (row.class) c.classes.add(row.class);
+    c.routes.push(row);
+    c.newest = Math.max(c.newest, row.observed_at?.getTime() ?? 0);
+  }
+  return [...byValue.values()];
+}
+
+function isAttested(c: Candidate): boolean {
+  return [...c.classes].some((k) => ATTESTED.has(k));
+}
+
+/** The strongest class behind a candidate, in vocabulary order (attested classes before aggregated). */
+function strongestClass(c: Candidate): string | undefined {
+  return EVIDENCE_CLASSES.find((k) => c.classes.has(k));
+}
+
+/** Attested first, then the newest observation, then alphabetical, so the choice is stable. */
+function byEvidence(a: Candidate, b: Candidate): number {
+  return Number(isAttested(b)) - Number(isAttested(a)) || b.newest - a.newest || a.value.localeCompare(b.value);
+}
+
+function pickName(rows: IdentityRow[], kind: string): string | undefined {
+  return candidates(rows, kind).sort(byEvidence)[0]?.value;
+}
+
+const DEAD = new Set(["suspended", "deactivated"]);
+
+function twitterOf(rows: IdentityRow[]): TwitterView | undefined {
+  const handles = candidates(rows, "twitter").map((c) => {
+    const reach = c.routes.find((r) => r.reachability !== null);
+    const classified = c.routes.filter((r) => r.class !== null);
+    return {
+      c,
+      reachability: reach?.reachability ?? "unchecked",
+      checkedAt: reach?.reachability_checked_at ?? null,
+      // resting only on text the owner typed into their own record
+      selfDeclared: c.routes.length > 0 && c.routes.every((r) => r.self_declared === true),
+      // owner-attested evidence that is more than the owner's own typing
+      verified: classified.some((r) => ATTESTED.has(r.class!) && r.self_declared !== true),
+    };
+  });
+  if (handles.length === 0) return undefined;
+  // a handle that no longer reaches anyone gives way to a working one
+  handles.sort(
+    (a, b) =>
+      Number(DEAD.has(a.reachability)) - Number(DEAD.has(b.reachability)) ||
+      Number(b.verified) - Number(a.verified) ||
+      byEvidence(a.c, b.c),
+  );
+  const [primary, ...others] = handles;
+  const view: TwitterView = {
+    handle: primary.c.value,
+    url: `https://x.com/${primary.c.value}`,
+    verified: primary.verified,
+    selfDeclared: primary.selfDeclared,
+  };
+  if (primary.reachability !== "unchecked" && primary.checkedAt) {
+    view.reachability = {
+      value: primary.reachability,
+      reachable: primary.reachability === "live",
+      checkedAt: primary.checkedAt,
+    };
+  }
+  const second = others.find((h) => isAttested(h.c) && h.reachability === "live");
+  if (second && primary.reachability === "live") {
+    const source = EVIDENCE_CLASSES.find((k) => ATTESTED.has(k) && second.c.classes.has(k))!;
+    view.also = { handle: second.c.value, url: `https://x.com/${second.c.value}`, source };
+  }
+  return view;
+}
+
+function farcasterOf(rows: IdentityRow[]): FarcasterView | undefined {
+  const accounts = candidates(rows, "farcaster")
+    .map((c) => ({ c, row: c.routes[0] }))
+    .filter(({ row }) => row.fc_username !== null && row.fid !== null)
+    .sort(
+      (a, b) =>
+        Number(isAttested(b.c)) - Number(isAttested(a.c)) ||
+        (b.row.fc_followers ?? -1) - (a.row.fc_followers ?? -1) ||
+        a.row.fid! - b.row.fid!,
+    );
+  if (accounts.length === 0) return undefined;
+  const { c, row } = accounts[0];
+  const view: FarcasterView = {
+    username: row.fc_username!,
+    url: `https://farcaster.xyz/${row.fc_username}`,
+    fid: row.fid!,
+    verified: isAttested(c),
+  };
+  if (row.fc_followers !== null) view.followers = row.fc_followers;
+  return view;
+}
+
+const AGENT_FIELDS = ["is_agent", "name", "framework", "type", "token_symbol", "verified"] as const;
+
+function agentOf(rows: IdentityRow[], twitter?: TwitterView, farcaster?: FarcasterView): AgentView | undefined {
+  const row = rows.find((r) => r.kind === "agent" && r.detail);
+  if (!row) return undefined;
+  const detail = row.detail!;
+  const agent: Record<string, unknown> = {};
+  for (const field of AGENT_FIELDS) if (detail[field] !== undefined && detail[field] !== null) agent[field] = detail[field];
+  // the owner attested a human identity that is not the agent's own: decline to say
+  const simple = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
+  const agentName = typeof agent.name === "string" ? simple(agent.name) : undefined;
+  const attestedOthers = [
+    twitter?.verified ? twitter.handle : undefined,
+    farcaster?.verified ? farcaster.username : undefined,
+  ].filter((n): n is string => n !== undefined);
+  if (attestedOthers.some((n) => simple(n) !== agentName)) return undefined;
+  return agent as AgentView;
+}
+
+/**
+ * quality.score, 0 to 100 (documented in the README):
+ * evidence 60 when any owner-attested class backs the record, 30 for aggregated alone, 10 otherwise;
+ * +5 per identity kind shown (twitter, farcaster, ens, lens, github); +15 when the twitter or
+ * farcaster account is verified; -30 when the twitter handle shown no longer reaches an account.
+ */
+function qualityOf(view: Omit<WalletView, "quality">, rows: IdentityRow[]): WalletView["quality"] {
+  const attested = view.sources.some((k) => ATTESTED.has(k));
+  let score = attested ? 60 : view.sources.includes("aggregated") ? 30 : 10;
+  score += 5 * [view.twitter, view.farcaster, view.ensName, view.lens, view.github].filter((x) => x !== undefined).length;
+  if (view.twitter?.verified || view.farcaster?.verified) score += 15;
+  if (view.twitter?.reachability && !view.twitter.reachability.reachable) score -= 30;
+  const attestedTimes = rows
+    .filter((r) => r.class !== null && ATTESTED.has(r.class) && r.observed_at)
+    .map((r) => r.observed_at!.getTime());
+  const lastVerified = attestedTimes.length > 0 ? new Date(Math.max(...attestedTimes)) : view.lastUpdated;
+  return { score: Math.max(0, Math.min(100, score)), lastVerified };
+}
+
+function buildView(rows: IdentityRow[], options: { now: Date; staleAfterDays: number }): WalletView {
+  const first = rows[0];
+  const twitter = twitterOf(rows);
+  const farcaster = farcasterOf(rows);
+  const classes = new Set(rows.map((r) => r.class).filter((k): k is string => k !== null));
+  const base = {
+    wallet: first.address,
+    lastUpdated: first.last_updated,
+    checkedAt: first.checked_at,
+    stale: false,
+    ensName: pickName(rows, "ens"),
+    twitter,
+    farcaster,
+    lens: pickName(rows, "lens"),
+    github: pickName(rows, "github"),
+    agent: agentOf(rows, twitter, farcaster),
+    sources: EVIDENCE_CLASSES.filter((k) => classes.has(k)),
+    found: false,
+  };
+  base.found = [base.twitter, base.farcaster, base.ensName, base.lens, base.github, base.agent].some((x) => x !== undefined);
+  if (base.found && base.lastUpdated) {
+    base.stale = options.now.getTime() - base.lastUpdated.getTime() > options.staleAfterDays * 86_400_000;
+  }
+  return { ...base, quality: qualityOf(base, rows) };
+}
+
+/** x_or_farcaster: the billable predicate. */
+export function isBillable(view: WalletView | undefined): boolean {
+  return view !== undefined && view.found && (view.twitter !== undefined || view.farcaster !== undefined);
+}

@@ -1,0 +1,141 @@
+// GET /stats and GET /usage: free on both meters, need a valid key but no balance.
+import { Hono } from "hono";
+import { sql } from "../db/queries.ts";
+import { readCredits } from "../ledger/accounts.ts";
+import { MATCH_RATES } from "../index/match-rates.ts";
+import { ApiError } from "../http/errors.ts";
+import { meter, type Metered } from "../http/meter.ts";
+import { meterDeps, type RouteDeps } from "./deps.ts";
+
+export const STATS_ROUTE = "/v1/stats";
+export const USAGE_ROUTE = "/v1/usage";
+
+const PERIOD_DAYS = { day: 1, week: 7, month: 30 } as const;
+
+type Counts = {
+  total_wallets: number;
+  wallets_checked: number;
+  twitter: number;
+  farcaster: number;
+  ens: number;
+  lens: number;
+  github: number;
+  avg_followers: number;
+  max_followers: number;
+};
+
+/** Today's materialized counts; the first reader of a UTC day takes them. */
+async function dailyCounts(deps: RouteDeps): Promise<{ counts: Counts; asOf: Date }> {
+  const now = deps.now();
+  const day = now.toISOString().slice(0, 10);
+  let [row] = await deps.db.query<{ counts: Counts; as_of: Date }>(sql("stats_snapshots_select_day"), [day]);
+  if (!row) {
+    await deps.db.query(sql("stats_snapshots_insert_counts"), [day, now]);
+    [row] = await deps.db.query<{ counts: Counts; as_of: Date }>(sql("stats_snapshots_select_day"), [day]);
+  }
+  return { counts: row.counts, asOf: row.as_of };
+}
+
+function windowJson(m: Metered, name: "minute" | "day" | "month") {
+  const w = m.windows.find((x) => x.name === name)!;
+  if (w.used === 0) return null;
+  return {
+    limit: w.limit ?? "unlimited",
+    remaining: w.limit === null ? "unlimited" : Math.max(0, w.limit - w.used),
+    reset_at: w.resetAt.toISOString(),
+  };
+}
+
+export function accountRoutes(deps: RouteDeps) {
+  const app = new Hono();
+
+  app.get("/stats", async (c) => {
+    await meter(c, meterDeps(deps), { route: STATS_ROUTE, weight: 0, needsCredits: false });
+    const { counts, asOf } = await dailyCounts(deps);
+    return c.json({
+      data: {
+        total_wallets: counts.total_wallets,
+        wallets_checked: counts.wallets_checked,
+        coverage: {
+          twitter: counts.twitter,
+          farcaster: counts.farcaster,
+          ens: counts.ens,
+          lens: counts.lens,
+          github: counts.github,
+        },
+        farcaster_stats: { avg_followers: counts.avg_followers, max_followers: counts.max_followers },
+        match_rates: MATCH_RATES,
+      },
+      meta: { generated_at: deps.now().toISOString(), as_of: asOf.toISOString() },
+    });
+  });
+
+  app.get("/usage", async (c) => {
+    const period = c.req.query("period") ?? "month";
+    const m = await meter(c, meterDeps(deps), { route: USAGE_ROUTE, weight: 0, needsCredits: false });
+    if (!(period in PERIOD_DAYS)) {
+      throw new ApiError(400, "INVALID_PARAMETER", "Invalid period: use day, week or month");
+    }
+    const now = deps.now();
+    const since = new Date(now.getTime() - PERIOD_DAYS[period as keyof typeof PERIOD_DAYS] * 86_400_000);
+    await deps.usage.flush();
+    const [[key], credits, [summary], byRoute, byDay] = await Promise.all([
+      deps.db.query<{ id: string; name: string | null; prefix: string; created_at: Date; last_used_at: Date | null }>(
+        sql("api_keys_select_for_usage"),
+        [m.keyId],
+      ),
+      readCredits(deps.db, m.accountId, now),
+      deps.db.query<{
+        total_requests: number;
+        total_credits: number;
+        total_wallets: number;
+        avg_latency_ms: number;
+        error_rate: number;
+      }>(sql("usage_events_select_summary"), [m.accountId, since]),
+      deps.db.query<{ route: string; count: number }>(sql("usage_events_select_by_route"), [m.accountId, since]),
+      deps.db.query<{ date: string; count: number; credits: number }>(sql("usage_events_select_by_day"), [
+        m.accountId,
+        since,
+      ]),
+    ]);
+    const limits = m.windows;
+    return c.json({
+      data: {
+        key: {
+          id: key.id,
+          ...(key.name !== null ? { name: key.name } : {}),
+          prefix: key.prefix,
+          plan: m.plan,
+          created_at: key.created_at.toISOString(),
+          last_used_at: (key.last_used_at ?? now).toISOString(),
+        },
+        plan_limits: {
+          requests_per_minute: limits[0].limit ?? "unlimited",
+          requests_per_day: limits[1].limit ?? "unlimited",
+          requests_per_month: limits[2].limit ?? "unlimited",
+          max_batch_size: m.maxBatchSize ?? "unlimited",
+        },
+        rate_limits: { minute: windowJson(m, "minute"), day: windowJson(m, "day"), month: windowJson(m, "month") },
+        credits: {
+          available: m.unmetered ? null : credits.available,
+          unmetered: m.unmetered,
+          on_free_allowance: !m.unmetered && credits.onFreeAllowance,
+          free_window_resets_at: credits.freeResetsAt ? credits.freeResetsAt.toISOString() : null,
+        },
+        usage: {
+          period,
+          total_requests: summary.total_requests,
+          total_credits: summary.total_credits,
+          total_wallets: summary.total_wallets,
+          avg_latency_ms: summary.avg_latency_ms,
+          error_rate: summary.error_rate,
+          requests_by_endpoint: Object.fromEntries(byRoute.map((r) => [r.route, r.count])),
+          requests_by_day: byDay,
+        },
+      },
+      meta: { generated_at: now.toISOString() },
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,88 @@
+// POST /batch: up to the plan's max_batch_size addresses; body checks run before authentication
+// because the rate weight is the body's address count.
+import { Hono } from "hono";
+import { buildViews, selectIdentityRows } from "../index/records.ts";
+import { normalizeAddressList } from "../index/address.ts";
+import { sha256Hex } from "../ledger/keys.ts";
+import { sql } from "../db/queries.ts";
+import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
+import { ApiError, invalidAddress } from "../http/errors.ts";
+import { meter } from "../http/meter.ts";
+import { batchRowJson } from "../http/render.ts";
+import { meterDeps, type RouteDeps } from "./deps.ts";
+
+export const BATCH_ROUTE = "/v1/batch";
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export function batchRoutes(deps: RouteDeps) {
+  const app = new Hono();
+
+  app.post("/batch", async (c) => {
+    const body = await readBodyLimited(c.req.raw, ONE_MB, "1 MB");
+    const entries = parseWalletList(body);
+    const idempotencyKey = c.req.header("Idempotency-Key");
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
+    }
+
+    const { unique, invalid } = normalizeAddressList(entries);
+    if (invalid.length > 0) {
+      await meter(c, meterDeps(deps), { route: BATCH_ROUTE, weight: 0, needsCredits: false });
+      throw invalidAddress(invalid);
+    }
+
+    const [metered, rows] = await Promise.all([
+      meter(c, meterDeps(deps), {
+        route: BATCH_ROUTE,
+        weight: entries.length,
+        needsCredits: true,
+        listSize: entries.length,
+        billWallets: unique,
+        wallets: entries.length,
+        // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
+        callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
+        idempotencyKey,
+      }),
+      selectIdentityRows(deps.db, unique),
+    ]);
+    const requestHash = idempotencyKey ? await sha256Hex(new TextDecoder().decode(body)) : undefined;
+
+    if (metered.replay) {
+      if (metered.replay.requestHash !== requestHash) {
+        throw new ApiError(
+          409,
+          "IDEMPOTENCY_KEY_REUSED",
+          "Idempotency-Key was already used with a different request body: use a new key for a new request",
+        );
+      }
+      metered.matched = 0;
+      c.header("Idempotent-Replayed", "true");
+      return c.body(metered.replay.body, metered.replay.status as 200, { "Content-Type": "application/json" });
+    }
+
+    const views = buildViews(rows, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+    const data = unique.map((address) => {
+      const view = views.get(address);
+      return view && view.found ? batchRowJson(view) : null;
+    });
+    const found = data.filter((row) => row !== null).length;
+    // matched is what meter_call counted and debited with the same x_or_farcaster predicate
+    const payload = JSON.stringify({
+      data,
+      meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
+    });
+    if (idempotencyKey) {
+      await deps.db.query(sql("idempotent_responses_insert"), [
+        metered.accountId,
+        idempotencyKey,
+        requestHash,
+        200,
+        payload,
+        deps.now(),
+      ]);
+    }
+    return c.body(payload, 200, { "Content-Type": "application/json" });
+  });
+
+  return app;
+}

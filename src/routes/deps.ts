@@ -1,0 +1,16 @@
+// What every route group is handed: built once in createApp, passed explicitly.
+import type { Config } from "../config.ts";
+import type { Db } from "../db/types.ts";
+import type { UsageRecorder } from "../ledger/usage.ts";
+
+export interface RouteDeps {
+  db: Db;
+  config: Config;
+  now: () => Date;
+  usage: UsageRecorder;
+  log: (line: string) => void;
+}
+
+export function meterDeps(deps: RouteDeps) {
+  return { db: deps.db, now: deps.now, publicUrl: deps.config.publicUrl };
+}

@@ -1,0 +1,54 @@
+// GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
+import { Hono } from "hono";
+import { buildViews, selectIdentityRows } from "../index/records.ts";
+import { isAddress } from "../index/address.ts";
+import { invalidAddress } from "../http/errors.ts";
+import { meter } from "../http/meter.ts";
+import { walletRecordJson } from "../http/render.ts";
+import { meterDeps, type RouteDeps } from "./deps.ts";
+
+export const WALLET_ROUTE = "/v1/wallet/{address}";
+
+export function walletRoutes(deps: RouteDeps) {
+  const app = new Hono();
+
+  app.get("/wallet/:address", async (c) => {
+    const raw = c.req.param("address");
+    if (!isAddress(raw)) {
+      // authenticated first so the 400 carries the rate-limit headers; bad input costs nothing
+      await meter(c, meterDeps(deps), { route: WALLET_ROUTE, weight: 0, needsCredits: false });
+      throw invalidAddress([raw]);
+    }
+    const address = raw.toLowerCase();
+    // the lookup runs beside the metering round trip; its rows are dropped if the call is refused
+    const [metered, rows] = await Promise.all([
+      meter(c, meterDeps(deps), {
+        route: WALLET_ROUTE,
+        weight: 1,
+        needsCredits: true,
+        billWallets: [address],
+        wallets: 1,
+      }),
+      selectIdentityRows(deps.db, [address]),
+    ]);
+    void metered;
+    const view = buildViews(rows, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
+    if (!view || !view.found) {
+      return c.json({
+        data: null,
+        meta: { wallet: address, found: false, checked_at: view ? view.checkedAt.toISOString() : null },
+      });
+    }
+    const lastUpdated = (view.lastUpdated ?? view.checkedAt).toISOString();
+    if (view.stale) {
+      c.header("X-Data-Staleness", "stale");
+      c.header("X-Last-Updated", lastUpdated);
+    }
+    return c.json({
+      data: walletRecordJson(view),
+      meta: { wallet: address, found: true, last_updated: lastUpdated, stale: view.stale },
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,92 @@
+// A real listening server around createApp, with an injected clock, for HTTP tests.
+import { serve } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import { createApp, type App } from "../../src/app.ts";
+import { readConfig, type Config } from "../../src/config.ts";
+import type { Db } from "../../src/db/types.ts";
+import { createAccount, grantCredits, type PackName } from "../../src/ledger/accounts.ts";
+import { createApiKey } from "../../src/ledger/keys.ts";
+
+export interface Clock {
+  now: () => Date;
+  set(at: Date | string): void;
+  advance(ms: number): void;
+}
+
+export function createClock(start: Date | string = "2026-11-20T12:00:30Z"): Clock {
+  let t = new Date(start).getTime();
+  return {
+    now: () => new Date(t),
+    set: (at) => {
+      t = new Date(at).getTime();
+    },
+    advance: (ms) => {
+      t += ms;
+    },
+  };
+}
+
+export interface TestServer {
+  url: string;
+  app: App;
+  clock: Clock;
+  config: Config;
+  /** fetch against the server; `path` starts with / */
+  request(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startServer(db: Db, options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestServer> {
+  const clock = options.clock ?? createClock();
+  const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
+  const logs: string[] = [];
+  const app = createApp({ db, config, now: clock.now, log: (line) => logs.push(line) });
+  const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    app,
+    clock,
+    config,
+    request(path, init = {}) {
+      const headers = new Headers(init.headers);
+      if (init.key) headers.set("Authorization", `Bearer ${init.key}`);
+      return fetch(url + path, { ...init, headers });
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+    },
+  };
+}
+
+/** An account with a key and, optionally, packs granted. */
+export async function createCustomer(
+  db: Db,
+  options: { email?: string; packs?: Array<{ pack: PackName; quantity?: number; at?: Date }>; now: Date },
+): Promise<{ accountId: string; apiKey: string; keyId: string }> {
+  const { accountId } = await createAccount(db, { email: options.email, now: options.now });
+  for (const [i, p] of (options.packs ?? []).entries()) {
+    await grantCredits(db, {
+      accountId,
+      pack: p.pack,
+      quantity: p.quantity ?? 1,
+      grantKey: `test-${i}-${crypto.randomUUID()}`,
+      now: p.at ?? options.now,
+    });
+  }
+  const key = await createApiKey(db, { accountId, name: "test", now: options.now });
+  if (!key.ok) throw new Error(`Cannot create a test key: ${key.code}`);
+  return { accountId, apiKey: key.apiKey, keyId: key.keyId };
+}
+
+/** Reads a JSON body, failing with the status and raw body when it is not JSON. */
+export async function json(res: Response): Promise<any> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`Expected JSON, got ${res.status}: ${text.slice(0, 500)}`);
+  }
+}
