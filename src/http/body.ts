@@ -4,7 +4,10 @@ import { ApiError } from "./errors.ts";
 export const ONE_MB = 1024 * 1024;
 
 export function tooLarge(limitLabel: string): ApiError {
-  return new ApiError(413, "INVALID_REQUEST", `Request body is too large: the limit is ${limitLabel}`);
+  // the unread rest of the body is abandoned and the socket with it: tell the client not to reuse it
+  return new ApiError(413, "INVALID_REQUEST", `Request body is too large: the limit is ${limitLabel}`, {
+    Connection: "close",
+  });
 }
 
 export async function readBodyLimited(req: Request, maxBytes: number, limitLabel: string): Promise<Uint8Array> {

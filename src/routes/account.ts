@@ -73,7 +73,8 @@ export function accountRoutes(deps: RouteDeps) {
   app.get("/usage", async (c) => {
     const period = c.req.query("period") ?? "month";
     const m = await meter(c, meterDeps(deps), { route: USAGE_ROUTE, weight: 0, needsCredits: false });
-    if (!(period in PERIOD_DAYS)) {
+    // own keys only: `in` would accept inherited names such as toString
+    if (!Object.hasOwn(PERIOD_DAYS, period)) {
       throw new ApiError(400, "INVALID_PARAMETER", "Invalid period: use day, week or month");
     }
     const now = deps.now();
