@@ -24,7 +24,8 @@ function wrap(sql: Sql, close: () => Promise<void>): Db {
     driver: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       const rows = await sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
-      return rows as unknown as T[];
+      // a plain array, as PGlite returns, rather than postgres.js's Result subclass
+      return Array.from(rows) as unknown as T[];
     },
     async exec(text: string) {
       await sql.unsafe(text);
