@@ -61,8 +61,10 @@ BEGIN
   IF p_matches <= 0 THEN
     RETURN false;
   END IF;
-  -- one debit at a time per account keeps the running totals exact
-  SELECT a.free_allowance INTO v_free FROM accounts a WHERE a.id = p_account FOR UPDATE;
+  -- one debit at a time per account keeps the running totals exact; an advisory lock
+  -- serializes them without writing a row lock into the accounts tuple
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_account::text, 7201));
+  SELECT a.free_allowance INTO v_free FROM accounts a WHERE a.id = p_account;
   IF EXISTS (SELECT 1 FROM debits x WHERE x.account_id = p_account AND x.call_key = p_call_key) THEN
     RETURN false;
   END IF;
@@ -132,6 +134,12 @@ DECLARE
   v_day timestamptz := date_trunc('day', p_now, 'UTC');
   v_month timestamptz := date_trunc('month', p_now, 'UTC');
 BEGIN
+  -- Every call of one account waits on its rate_windows row until the previous call commits.
+  -- Committing without waiting for the WAL flush keeps that wait short; a database crash can
+  -- then lose the last fraction of a second of counts and debits (those calls go unbilled),
+  -- and never applies anything twice or in part.
+  PERFORM set_config('synchronous_commit', 'off', true);
+
   SELECT ak.id, ak.account_id, ak.last_used_at, a.has_account, a.unmetered INTO k
     FROM api_keys ak JOIN accounts a ON a.id = ak.account_id
    WHERE ak.key_hash = p_key_hash AND ak.revoked_at IS NULL;

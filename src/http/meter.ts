@@ -85,6 +85,20 @@ export function credentialOf(req: Request): string | undefined {
   return (match ? match[1] : header).trim();
 }
 
+// Digests of recently seen keys: hashing costs more than the rest of the request's own work,
+// and the same few keys call again and again. Bounded; cleared whole when full.
+const digests = new Map<string, string>();
+
+async function keyDigest(credential: string): Promise<string> {
+  let digest = digests.get(credential);
+  if (digest === undefined) {
+    digest = await sha256Hex(credential);
+    if (digests.size >= 10_000) digests.clear();
+    digests.set(credential, digest);
+  }
+  return digest;
+}
+
 export function windowsAt(now: Date): { minute: Date; day: Date; month: Date } {
   const t = now.getTime();
   const minute = new Date(t - (t % 60_000) + 60_000);
@@ -99,7 +113,7 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
   const now = deps.now();
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
   const [row] = await deps.db.query<MeterRow>(sql("meter_call"), [
-    await sha256Hex(credential),
+    await keyDigest(credential),
     now,
     options.weight,
     options.needsCredits,

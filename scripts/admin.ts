@@ -1,0 +1,278 @@
+// The operator CLI (CONTRACT "Operator interface"): accounts, keys, credits and index imports.
+// Prints JSON on stdout; on bad input prints one line on stderr and exits non-zero.
+import { realpathSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import process from "node:process";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+import { readConfig } from "../src/config.ts";
+import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
+import { openDatabase } from "../src/db/open.ts";
+import { sql } from "../src/db/queries.ts";
+import type { Db } from "../src/db/types.ts";
+import { importObservations, InvalidLineError } from "../src/index/import.ts";
+import { createAccount, grantCredits, PACK_NAMES, type PackName } from "../src/ledger/accounts.ts";
+import { createApiKey, MAX_ACTIVE_KEYS } from "../src/ledger/keys.ts";
+
+const USAGE = `Usage: npm run admin -- <command>
+  account create [--email E]
+  key create --account ID [--name N]
+  credits grant --account ID --pack ${PACK_NAMES.join("|")} [--quantity N]
+  import FILE            (- reads standard input)
+  maintain [reachability|stats|all]`;
+
+const MAINTAIN_TASKS = ["reachability", "stats", "all"] as const;
+
+/** Bad input on the command line: exit 2, nothing was opened. */
+export class UsageError extends Error {}
+/** The command was understood but cannot be done: exit 1. */
+class CommandError extends Error {}
+
+export type Command =
+  | { name: "account create"; email?: string }
+  | { name: "key create"; accountId: string; keyName?: string }
+  | { name: "credits grant"; accountId: string; pack: PackName; quantity: number }
+  | { name: "import"; file: string }
+  | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] };
+
+/** `--name value` or `--name=value`; every option takes a value and may appear once. */
+function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
+  const options = new Map<string, string>();
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (!arg.startsWith("--")) {
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    if (!allowed.includes(name)) {
+      const known = allowed.length > 0 ? ` (options: ${allowed.map((a) => `--${a}`).join(", ")})` : "";
+      throw new UsageError(`Unknown option --${name} for ${command}${known}`);
+    }
+    const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
+    if (value === undefined || value === "" || (eq === -1 && value.startsWith("--"))) {
+      throw new UsageError(`Option --${name} needs a value`);
+    }
+    if (options.has(name)) throw new UsageError(`Option --${name} is given twice`);
+    options.set(name, value);
+  }
+  return { options, rest };
+}
+
+function noExtra(command: string, rest: string[]): void {
+  if (rest.length > 0) throw new UsageError(`Unexpected argument ${JSON.stringify(rest[0])} for ${command}`);
+}
+
+function accountOption(command: string, options: Map<string, string>): string {
+  const id = options.get("account");
+  if (id === undefined) throw new UsageError(`Missing --account: ${command} needs an account ID`);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+    throw new UsageError(`Invalid --account ${JSON.stringify(id)}: expected an account ID (a UUID)`);
+  }
+  return id.toLowerCase();
+}
+
+/** Pure: the command line to a command, or a UsageError with the one line to print. */
+export function parseCommand(argv: string[]): Command {
+  const [first, second, ...more] = argv;
+  const pair = `${first ?? ""} ${second ?? ""}`.trim();
+  switch (pair) {
+    case "account create": {
+      const { options, rest } = parseOptions(pair, more, ["email"]);
+      noExtra(pair, rest);
+      const email = options.get("email");
+      if (email !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
+        throw new UsageError(`Invalid --email ${JSON.stringify(email)}: expected an email address`);
+      }
+      return { name: pair, email: email?.toLowerCase() };
+    }
+    case "key create": {
+      const { options, rest } = parseOptions(pair, more, ["account", "name"]);
+      noExtra(pair, rest);
+      const keyName = options.get("name");
+      if (keyName !== undefined && keyName.length > 100) throw new UsageError("Invalid --name: at most 100 characters");
+      return { name: pair, accountId: accountOption(pair, options), keyName };
+    }
+    case "credits grant": {
+      const { options, rest } = parseOptions(pair, more, ["account", "pack", "quantity"]);
+      noExtra(pair, rest);
+      const accountId = accountOption(pair, options);
+      const packOption = options.get("pack");
+      if (packOption === undefined) throw new UsageError(`Missing --pack: expected ${PACK_NAMES.join(", ")}`);
+      const pack = PACK_NAMES.find((p) => p.toLowerCase() === packOption.toLowerCase());
+      if (!pack) throw new UsageError(`Invalid --pack ${JSON.stringify(packOption)}: expected ${PACK_NAMES.join(", ")}`);
+      const quantityOption = options.get("quantity") ?? "1";
+      const quantity = Number(quantityOption);
+      if (!/^\d+$/.test(quantityOption) || quantity < 1 || quantity > 1000) {
+        throw new UsageError(`Invalid --quantity ${JSON.stringify(quantityOption)}: expected a whole number from 1 to 1000`);
+      }
+      return { name: pair, accountId, pack, quantity };
+    }
+  }
+  if (first === "import") {
+    const { rest } = parseOptions(first, argv.slice(1), []);
+    if (rest.length === 0) throw new UsageError("Missing FILE: import needs a file name, or - for standard input");
+    noExtra(first, rest.slice(1));
+    return { name: first, file: rest[0] };
+  }
+  if (first === "maintain") {
+    const { rest } = parseOptions(first, argv.slice(1), []);
+    noExtra(first, rest.slice(1));
+    const task = rest[0] ?? "all";
+    if (!MAINTAIN_TASKS.includes(task as (typeof MAINTAIN_TASKS)[number])) {
+      throw new UsageError(`Unknown maintain task ${JSON.stringify(task)}: expected ${MAINTAIN_TASKS.join(", ")}`);
+    }
+    return { name: first, task: task as (typeof MAINTAIN_TASKS)[number] };
+  }
+  if (first === undefined) throw new UsageError("Missing command: expected account create, key create, credits grant, import or maintain");
+  throw new UsageError(
+    `Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected account create, key create, credits grant, import or maintain`,
+  );
+}
+
+/** Opened before the database, so a missing file fails fast; read only once the import starts. */
+async function openInput(file: string): Promise<Readable> {
+  let input: Readable;
+  if (file === "-") input = process.stdin;
+  else {
+    try {
+      input = (await open(file)).createReadStream();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const reason = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : (error as Error).message;
+      throw new CommandError(`Cannot import ${file}: ${reason}`);
+    }
+  }
+  return input;
+}
+
+async function accountExists(db: Db, accountId: string): Promise<boolean> {
+  return (await db.query(sql("accounts_select_by_id"), [accountId])).length > 0;
+}
+
+async function run(
+  db: Db,
+  command: Exclude<Command, { name: "maintain" }>,
+  input: Readable | undefined,
+): Promise<unknown> {
+  const now = new Date();
+  switch (command.name) {
+    case "account create": {
+      try {
+        const { accountId } = await createAccount(db, { email: command.email, now });
+        return { account_id: accountId };
+      } catch (error) {
+        if ((error as { code?: string }).code === "23505") {
+          throw new CommandError(`Cannot create account: an account with email ${command.email} already exists`);
+        }
+        throw error;
+      }
+    }
+    case "key create": {
+      const key = await createApiKey(db, { accountId: command.accountId, name: command.keyName, now });
+      if (!key.ok && key.code === "ACCOUNT_NOT_FOUND") {
+        throw new CommandError(`Cannot create key: account ${command.accountId} does not exist`);
+      }
+      if (!key.ok) {
+        throw new CommandError(`Cannot create key: account ${command.accountId} already has ${MAX_ACTIVE_KEYS} active keys`);
+      }
+      return { api_key: key.apiKey, prefix: key.prefix, key_id: key.keyId };
+    }
+    case "credits grant": {
+      if (!(await accountExists(db, command.accountId))) {
+        throw new CommandError(`Cannot grant credits: account ${command.accountId} does not exist`);
+      }
+      // every admin grant is a grant of its own, never a retry of an earlier one
+      const { credits } = await grantCredits(db, {
+        accountId: command.accountId,
+        pack: command.pack,
+        quantity: command.quantity,
+        grantKey: `admin:${crypto.randomUUID()}`,
+        now,
+      });
+      return {
+        account_id: command.accountId,
+        available: credits.available,
+        on_free_allowance: credits.onFreeAllowance,
+        plan: credits.plan,
+      };
+    }
+    case "import":
+      try {
+        // readline drops lines that arrive before iteration begins: create it only here
+        return await importObservations(db, createInterface({ input: input!, crlfDelay: Infinity }), { now });
+      } catch (error) {
+        if (error instanceof InvalidLineError) {
+          throw new CommandError(`Cannot import ${command.file === "-" ? "standard input" : command.file}: ${error.message}`);
+        }
+        throw error;
+      }
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h") {
+    console.log(USAGE);
+    return 0;
+  }
+  const command = parseCommand(argv);
+  if (command.name === "maintain") throw new UsageError(`Cannot run maintain ${command.task}: not available yet`);
+  const input = command.name === "import" ? await openInput(command.file) : undefined;
+
+  let config;
+  try {
+    config = readConfig(process.env);
+  } catch (error) {
+    throw new CommandError((error as Error).message.replace(/^Cannot start: /, "Cannot run admin: "));
+  }
+  // the same files the server uses; the lock keeps a running embedded server and this apart
+  const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir);
+  try {
+    const db = await openDatabase(
+      config.databaseUrl ? { databaseUrl: config.databaseUrl, max: 1 } : { dataDir: join(config.dataDir, "pgdata") },
+    );
+    try {
+      console.log(JSON.stringify(await run(db, command, input), null, 2));
+      return 0;
+    } finally {
+      await db.close();
+    }
+  } finally {
+    release();
+  }
+}
+
+/** One line, never a stack; an unexpected failure (database down, ...) says it is one. */
+function oneLine(error: unknown): string {
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+  if (error instanceof UsageError || error instanceof CommandError || /^(Cannot|The embedded) /.test(message)) return message;
+  return `Cannot run admin: ${message || "unknown error"}`;
+}
+
+// imported by tests for parseCommand: run only as the entry point
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) runCli();
+
+function runCli(): void {
+  let settled = false;
+  // an event loop that empties before the command settles would otherwise exit 0 with no output
+  process.on("exit", () => {
+    if (settled) return;
+    console.error("Cannot run admin: the command stopped before finishing");
+    process.exitCode = 1;
+  });
+  main(process.argv.slice(2)).then(
+    (code) => {
+      settled = true;
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      settled = true;
+      console.error(oneLine(error));
+      process.exitCode = error instanceof UsageError ? 2 : 1;
+    },
+  );
+}

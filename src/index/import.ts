@@ -1,0 +1,476 @@
+// Index import: NDJSON observation lines (CONTRACT "Index import format"), all validated before
+// any is written, then upserted in batches inside one transaction: a file lands whole or not at all.
+import type { Db } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+
+export const LINK_KINDS = ["twitter", "farcaster", "ens", "lens", "github", "agent"] as const;
+export type LinkKind = (typeof LINK_KINDS)[number];
+
+export const REACHABILITY_VALUES = ["live", "suspended", "deactivated", "unchecked"] as const;
+export type Reachability = (typeof REACHABILITY_VALUES)[number];
+
+/** The onchain-agent descriptor, stored as `links.detail`; each field omitted when unknown. */
+export interface AgentDetail {
+  is_agent?: boolean;
+  name?: string;
+  framework?: string;
+  type?: string;
+  token_symbol?: string;
+  verified?: boolean;
+}
+
+interface WalletLine {
+  wallet: string;
+  route: string;
+  /** Absent when the line carried none: it is then observed "now" but never moves an existing row. */
+  observedAt?: Date;
+}
+
+export type IdentityObservation =
+  | (WalletLine & { kind: "twitter"; handle: string; selfDeclared: boolean })
+  | (WalletLine & { kind: "farcaster"; fid: number; username: string; followers?: number })
+  | (WalletLine & { kind: "ens"; name: string })
+  | (WalletLine & { kind: "lens"; handle: string })
+  | (WalletLine & { kind: "github"; username: string })
+  | (WalletLine & { kind: "agent"; agent: AgentDetail });
+
+export type Observation =
+  | IdentityObservation
+  | (WalletLine & { kind: "empty" })
+  | { kind: "reachability"; handle: string; reachability: Reachability; checkedAt: Date };
+
+/** A line that does not follow the import format; the message is "line N: <reason>". */
+export class InvalidLineError extends Error {}
+
+export type ParseResult = { ok: true; observation: Observation } | { ok: false; error: string };
+
+export interface ImportCounts {
+  /** non-blank lines read */
+  lines: number;
+  wallets_added: number;
+  /** identity rows (links) created */
+  observations_added: number;
+  /** identity lines that changed an existing row: a newer observed_at, a changed agent
+   *  descriptor or self_declared flag, or a farcaster account's username or followers */
+  observations_updated: number;
+  /** handles whose reachability was recorded or replaced by a newer check */
+  reachability_updated: number;
+  /** lines that changed nothing (already known, or repeated within the file) */
+  unchanged: number;
+}
+
+const BATCH_SIZE = 5000;
+// a little clock skew between the exporting machine and this one is not an error
+const FUTURE_TOLERANCE_MS = 5 * 60 * 1000;
+
+const WALLET_FIELDS = ["wallet", "kind", "route", "observed_at"];
+const FIELDS: Record<Observation["kind"], string[]> = {
+  twitter: [...WALLET_FIELDS, "handle", "self_declared"],
+  farcaster: [...WALLET_FIELDS, "fid", "username", "followers"],
+  ens: [...WALLET_FIELDS, "name"],
+  lens: [...WALLET_FIELDS, "handle"],
+  github: [...WALLET_FIELDS, "username"],
+  agent: [...WALLET_FIELDS, "is_agent", "name", "framework", "type", "token_symbol", "verified"],
+  empty: WALLET_FIELDS,
+  // a reachability check belongs to a handle, not to a wallet; `route` is tolerated and ignored
+  reachability: ["kind", "handle", "reachability", "checked_at", "route"],
+};
+const KINDS = Object.keys(FIELDS);
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const ROUTE = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const TWITTER_HANDLE = /^[a-z0-9_]{1,15}$/;
+const FARCASTER_USERNAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const ENS_NAME = /^[^\s.]+(\.[^\s.]+)+$/;
+const LENS_HANDLE = /^[a-z0-9][a-z0-9._/-]{0,99}$/;
+const GITHUB_USERNAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/;
+
+class LineError extends Error {}
+
+function fail(reason: string): never {
+  throw new LineError(reason);
+}
+
+type Fields = Record<string, unknown>;
+
+/** An optional field: absent and null both mean "not given". */
+function present(fields: Fields, name: string): boolean {
+  return fields[name] !== undefined && fields[name] !== null;
+}
+
+function text(fields: Fields, name: string): string {
+  const value = fields[name];
+  if (typeof value !== "string" || value.trim() === "") fail(`${name} must be a non-empty string`);
+  return value.trim();
+}
+
+function flag(fields: Fields, name: string): boolean {
+  if (typeof fields[name] !== "boolean") fail(`${name} must be true or false`);
+  return fields[name] as boolean;
+}
+
+function integer(fields: Fields, name: string, min: number, max: number): number {
+  const value = fields[name];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    fail(`${name} must be a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function matching(value: string, pattern: RegExp, name: string, shape: string): string {
+  if (!pattern.test(value)) fail(`${name} ${JSON.stringify(value)} is not ${shape}`);
+  return value;
+}
+
+function timestamp(fields: Fields, name: string, now?: Date): Date {
+  const value = fields[name];
+  const match = typeof value === "string" ? TIMESTAMP.exec(value) : null;
+  if (!match) fail(`${name} must be an ISO timestamp with a time zone, e.g. 2025-01-31T12:00:00Z`);
+  const [, year, month, day, hour, minute, second = "0", offsetHour = "0", offsetMinute = "0"] = match;
+  // Date would roll 2025-02-30 over into March instead of refusing it
+  const calendar = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+  const valid =
+    calendar.getUTCMonth() === Number(month) - 1 &&
+    calendar.getUTCDate() === Number(day) &&
+    Number(hour) < 24 &&
+    Number(minute) < 60 &&
+    Number(second) < 60 &&
+    Number(offsetHour) < 24 &&
+    Number(offsetMinute) < 60;
+  const date = new Date(value as string);
+  if (!valid || Number.isNaN(date.getTime())) fail(`${name} ${JSON.stringify(value)} is not a valid date and time`);
+  if (now && date.getTime() > now.getTime() + FUTURE_TOLERANCE_MS) fail(`${name} ${value} is in the future`);
+  return date;
+}
+
+function parseFields(fields: Fields, now?: Date): Observation {
+  const kind = fields.kind;
+  if (typeof kind !== "string" || !KINDS.includes(kind)) fail(`kind must be one of ${KINDS.join(", ")}`);
+  const allowed = FIELDS[kind as Observation["kind"]];
+  const unknown = Object.keys(fields).find((name) => !allowed.includes(name));
+  if (unknown === "wallet") fail("a reachability line has no wallet: reachability belongs to the handle");
+  if (unknown !== undefined) fail(`unknown field ${JSON.stringify(unknown)} for kind ${kind}`);
+
+  if (kind === "reachability") {
+    const handle = twitterHandle(fields);
+    const reachability = fields.reachability;
+    if (!REACHABILITY_VALUES.includes(reachability as Reachability)) {
+      fail(`reachability must be one of ${REACHABILITY_VALUES.join(", ")}`);
+    }
+    if (present(fields, "route")) matching(text(fields, "route"), ROUTE, "route", "a route name ([a-z0-9._-])");
+    return { kind, handle, reachability: reachability as Reachability, checkedAt: timestamp(fields, "checked_at", now) };
+  }
+
+  const line: WalletLine = {
+    wallet: matching(text(fields, "wallet"), ADDRESS, "wallet", "an address (0x and 40 hex digits)").toLowerCase(),
+    route: matching(text(fields, "route"), ROUTE, "route", "a route name ([a-z0-9._-], lowercase)"),
+  };
+  if (present(fields, "observed_at")) line.observedAt = timestamp(fields, "observed_at", now);
+
+  switch (kind) {
+    case "twitter":
+      return {
+        ...line,
+        kind,
+        handle: twitterHandle(fields),
+        selfDeclared: present(fields, "self_declared") ? flag(fields, "self_declared") : false,
+      };
+    case "farcaster": {
+      const observation: Observation = {
+        ...line,
+        kind,
+        fid: integer(fields, "fid", 1, Number.MAX_SAFE_INTEGER),
+        username: matching(text(fields, "username").toLowerCase(), FARCASTER_USERNAME, "username", "a farcaster username"),
+      };
+      if (present(fields, "followers")) observation.followers = integer(fields, "followers", 0, 2_147_483_647);
+      return observation;
+    }
+    case "ens":
+      return { ...line, kind, name: matching(text(fields, "name").toLowerCase(), ENS_NAME, "name", "an ENS name") };
+    case "lens":
+      return { ...line, kind, handle: matching(text(fields, "handle").toLowerCase(), LENS_HANDLE, "handle", "a lens handle") };
+    case "github":
+      return {
+        ...line,
+        kind,
+        username: matching(text(fields, "username").toLowerCase(), GITHUB_USERNAME, "username", "a github username"),
+      };
+    case "agent":
+      return { ...line, kind, agent: agentDetail(fields) };
+    default:
+      return { ...line, kind: "empty" };
+  }
+}
+
+function twitterHandle(fields: Fields): string {
+  const handle = text(fields, "handle").replace(/^@/, "").toLowerCase();
+  return matching(handle, TWITTER_HANDLE, "handle", "a twitter handle (1 to 15 letters, digits or underscores)");
+}
+
+function agentDetail(fields: Fields): AgentDetail {
+  const agent: AgentDetail = {};
+  for (const name of ["is_agent", "verified"] as const) {
+    if (present(fields, name)) agent[name] = flag(fields, name);
+  }
+  for (const name of ["name", "framework", "type", "token_symbol"] as const) {
+    if (present(fields, name)) agent[name] = text(fields, name);
+  }
+  if (Object.keys(agent).length === 0) {
+    fail("an agent line needs at least one of is_agent, name, framework, type, token_symbol, verified");
+  }
+  return agent;
+}
+
+/**
+ * Parses one NDJSON line. `now`, when given, refuses timestamps in the future.
+ * The error is one line: "line N: <reason>".
+ */
+export function parseObservation(line: string, lineNumber: number, options: { now?: Date } = {}): ParseResult {
+  let fields: unknown;
+  try {
+    fields = JSON.parse(line);
+  } catch {
+    return { ok: false, error: `line ${lineNumber}: not valid JSON` };
+  }
+  if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
+    return { ok: false, error: `line ${lineNumber}: not a JSON object` };
+  }
+  try {
+    return { ok: true, observation: parseFields(fields as Fields, options.now) };
+  } catch (error) {
+    if (error instanceof LineError) return { ok: false, error: `line ${lineNumber}: ${error.message}` };
+    throw error;
+  }
+}
+
+/** One row of `links`, as links_upsert_many takes it. */
+interface LinkRow {
+  wallet: string;
+  kind: LinkKind;
+  value: string;
+  route: string;
+  fid: number | null;
+  selfDeclared: boolean;
+  detail: string | null;
+}
+
+function linkRow(observation: IdentityObservation): LinkRow {
+  const row = { wallet: observation.wallet, kind: observation.kind, route: observation.route };
+  switch (observation.kind) {
+    case "twitter":
+      return { ...row, value: observation.handle, fid: null, selfDeclared: observation.selfDeclared, detail: null };
+    case "farcaster":
+      return { ...row, value: String(observation.fid), fid: observation.fid, selfDeclared: false, detail: null };
+    case "ens":
+      return { ...row, value: observation.name, fid: null, selfDeclared: false, detail: null };
+    case "lens":
+    case "github": {
+      const value = observation.kind === "lens" ? observation.handle : observation.username;
+      return { ...row, value, fid: null, selfDeclared: false, detail: null };
+    }
+    case "agent":
+      return { ...row, value: "agent", fid: null, selfDeclared: false, detail: JSON.stringify(observation.agent) };
+  }
+}
+
+/** The line that decides a row, when several lines of one file land on the same key. */
+interface Winner<T> {
+  row: T;
+  at: Date;
+  explicit: boolean;
+  line: number;
+}
+
+// An explicit time beats the implicit "now"; between two of a kind the newer wins, and on a
+// tie the later line (so a file can correct itself).
+function beats(candidate: { at: Date; explicit: boolean }, current: { at: Date; explicit: boolean } | undefined): boolean {
+  if (!current) return true;
+  if (candidate.explicit !== current.explicit) return candidate.explicit;
+  return candidate.at.getTime() >= current.at.getTime();
+}
+
+interface WalletTouch {
+  /** some line of this wallet carried no observed_at */
+  implicit: boolean;
+  /** the newest observed_at any line of this wallet carried */
+  explicitAt?: Date;
+  /** an `empty` line: when the wallet row changes, that line is what changed it */
+  hasEmptyLine: boolean;
+  hasLinks: boolean;
+}
+
+/** Observations of one file, folded onto the keys of the tables they write. */
+interface Plan {
+  lines: number;
+  wallets: Map<string, WalletTouch>;
+  links: Map<string, Winner<LinkRow>>;
+  farcaster: Map<number, Winner<{ fid: number; username: string; followers: number | null }>>;
+  reachability: Map<string, Winner<{ handle: string; reachability: Reachability }>>;
+}
+
+function emptyPlan(): Plan {
+  return { lines: 0, wallets: new Map(), links: new Map(), farcaster: new Map(), reachability: new Map() };
+}
+
+function addToPlan(plan: Plan, observation: Observation, line: number, now: Date): void {
+  plan.lines++;
+  if (observation.kind === "reachability") {
+    const candidate = { row: observation, at: observation.checkedAt, explicit: true, line };
+    if (beats(candidate, plan.reachability.get(observation.handle))) plan.reachability.set(observation.handle, candidate);
+    return;
+  }
+  const explicit = observation.observedAt !== undefined;
+  const at = observation.observedAt ?? now;
+  let wallet = plan.wallets.get(observation.wallet);
+  if (!wallet) {
+    wallet = { implicit: false, hasEmptyLine: false, hasLinks: false };
+    plan.wallets.set(observation.wallet, wallet);
+  }
+  if (!explicit) wallet.implicit = true;
+  else if (!wallet.explicitAt || at > wallet.explicitAt) wallet.explicitAt = at;
+
+  if (observation.kind === "empty") {
+    wallet.hasEmptyLine = true;
+    return;
+  }
+  wallet.hasLinks = true;
+  const row = linkRow(observation);
+  const key = linkKey(row);
+  const candidate = { row, at, explicit, line };
+  if (beats(candidate, plan.links.get(key))) plan.links.set(key, candidate);
+  if (observation.kind === "farcaster") {
+    const account = { fid: observation.fid, username: observation.username, followers: observation.followers ?? null };
+    // an account is one row whoever verified it: the newest observation decides, explicit or not
+    const current = plan.farcaster.get(observation.fid);
+    if (!current || at.getTime() >= current.at.getTime()) {
+      plan.farcaster.set(observation.fid, { row: account, at, explicit, line });
+    }
+  }
+}
+
+function linkKey(row: { wallet: string; kind: string; value: string; route: string }): string {
+  return `${row.wallet}|${row.kind}|${row.value}|${row.route}`;
+}
+
+function* chunks<T>(items: T[]): Generator<T[]> {
+  for (let i = 0; i < items.length; i += BATCH_SIZE) yield items.slice(i, i + BATCH_SIZE);
+}
+
+/**
+ * Validates every line, then writes them all in one transaction. Throws InvalidLineError("line N: ...")
+ * on the first bad line, having written nothing. Blank lines are skipped.
+ */
+export async function importObservations(
+  db: Db,
+  lines: Iterable<string> | AsyncIterable<string>,
+  options: { now: Date },
+): Promise<ImportCounts> {
+  const plan = emptyPlan();
+  let lineNumber = 0;
+  for await (const line of lines) {
+    lineNumber++;
+    if (line.trim() === "") continue;
+    const parsed = parseObservation(line, lineNumber, { now: options.now });
+    if (!parsed.ok) throw new InvalidLineError(parsed.error);
+    addToPlan(plan, parsed.observation, lineNumber, options.now);
+  }
+  return await db.transaction((tx) => writePlan(tx, plan, options.now));
+}
+
+async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
+  // Which lines reached the database: the winner of each key whose row was written.
+  const changedIdentityLines = new Set<number>();
+  const addedIdentityLines = new Set<number>();
+  let changedEmptyLines = 0;
+  let walletsAdded = 0;
+  let reachabilityUpdated = 0;
+
+  // Wallets first (links refer to them). The implicit pass only ever inserts; the explicit pass
+  // may then move checked_at forward, so a new wallet seen both ways gets the later of the two.
+  const touched = [...plan.wallets.entries()];
+  const changedWallets = new Set<string>();
+  const passes = [
+    { explicit: false, wallets: touched.filter(([, w]) => w.implicit).map(([address]) => ({ address, at: now })) },
+    {
+      explicit: true,
+      wallets: touched.flatMap(([address, w]) => (w.explicitAt ? [{ address, at: w.explicitAt }] : [])),
+    },
+  ];
+  for (const pass of passes) {
+    for (const batch of chunks(pass.wallets)) {
+      const rows = await tx.query<{ inserted: boolean; address: string }>(sql("wallets_upsert_many"), [
+        batch.map((w) => w.address),
+        batch.map((w) => w.at),
+        pass.explicit,
+      ]);
+      for (const row of rows) {
+        if (row.inserted) walletsAdded++;
+        changedWallets.add(row.address);
+      }
+    }
+  }
+  for (const [address, wallet] of touched) {
+    if (wallet.hasEmptyLine && changedWallets.has(address)) changedEmptyLines++;
+  }
+
+  const links = [...plan.links.values()];
+  for (const explicit of [false, true]) {
+    for (const batch of chunks(links.filter((l) => l.explicit === explicit))) {
+      const lineOf = new Map(batch.map((l) => [linkKey(l.row), l.line]));
+      const rows = await tx.query<{ inserted: boolean; wallet: string; kind: LinkKind; value: string; route: string }>(
+        sql("links_upsert_many"),
+        [
+          batch.map((l) => l.row.wallet),
+          batch.map((l) => l.row.kind),
+          batch.map((l) => l.row.value),
+          batch.map((l) => l.row.route),
+          batch.map((l) => l.row.fid),
+          batch.map((l) => l.row.selfDeclared),
+          batch.map((l) => l.row.detail),
+          batch.map((l) => l.at),
+          explicit,
+        ],
+      );
+      for (const row of rows) {
+        const line = lineOf.get(linkKey(row))!;
+        changedIdentityLines.add(line);
+        if (row.inserted) addedIdentityLines.add(line);
+      }
+    }
+  }
+
+  for (const batch of chunks([...plan.farcaster.values()])) {
+    const rows = await tx.query<{ fid: string }>(sql("farcaster_accounts_upsert_many"), [
+      batch.map((f) => f.row.fid),
+      batch.map((f) => f.row.username),
+      batch.map((f) => f.row.followers),
+      batch.map((f) => f.at),
+    ]);
+    const lineOf = new Map(batch.map((f) => [String(f.row.fid), f.line]));
+    for (const row of rows) changedIdentityLines.add(lineOf.get(row.fid)!);
+  }
+
+  for (const batch of chunks([...plan.reachability.values()])) {
+    const rows = await tx.query(sql("twitter_reachability_upsert_many"), [
+      batch.map((r) => r.row.handle),
+      batch.map((r) => r.row.reachability),
+      batch.map((r) => r.at),
+    ]);
+    reachabilityUpdated += rows.length;
+  }
+
+  const walletsWithLinks = touched.filter(([, w]) => w.hasLinks).map(([address]) => address);
+  for (const batch of chunks(walletsWithLinks)) {
+    await tx.query(sql("wallets_refresh_last_updated"), [batch]);
+  }
+
+  return {
+    lines: plan.lines,
+    wallets_added: walletsAdded,
+    observations_added: addedIdentityLines.size,
+    observations_updated: changedIdentityLines.size - addedIdentityLines.size,
+    reachability_updated: reachabilityUpdated,
+    unchanged: plan.lines - changedIdentityLines.size - changedEmptyLines - reachabilityUpdated,
+  };
+}

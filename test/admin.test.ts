@@ -1,0 +1,257 @@
+// The admin CLI as an operator runs it: a real process against PostgreSQL and against an
+// embedded data directory, JSON on stdout, one line on stderr and a non-zero exit on bad input.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createPostgresDatabase } from "./support/db.ts";
+import { openDatabase } from "../src/db/open.ts";
+import type { Db } from "../src/db/types.ts";
+import { createApiKey } from "../src/ledger/keys.ts";
+import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
+import { parseCommand, UsageError } from "../scripts/admin.ts";
+
+const REPO = new URL("..", import.meta.url).pathname;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function admin(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+  const base = { ...process.env };
+  delete base.DATABASE_URL;
+  delete base.DATA_DIR;
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
+    cwd: REPO,
+    env: { ...base, ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  child.stdin.end(input ?? "");
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+function json(run: Run): Record<string, unknown> {
+  assert.equal(run.code, 0, `exit ${run.code}, stderr: ${run.stderr}`);
+  assert.equal(run.stderr, "");
+  return JSON.parse(run.stdout);
+}
+
+/** Exactly one line on stderr, nothing on stdout, the given exit code. */
+function refused(run: Run, code: number, message: string | RegExp): void {
+  assert.equal(run.code, code, `stdout: ${run.stdout} stderr: ${run.stderr}`);
+  assert.equal(run.stdout, "");
+  assert.match(run.stderr, /^[^\n]+\n$/, `not one line: ${JSON.stringify(run.stderr)}`);
+  if (typeof message === "string") assert.equal(run.stderr, `${message}\n`);
+  else assert.match(run.stderr, message);
+}
+
+const WALLET = "0x00000000000000000000000000000000000a11ce";
+const IMPORT = [
+  { wallet: WALLET.toUpperCase().replace("0X", "0x"), kind: "twitter", route: "x-signin", handle: "@Alice", observed_at: "2025-05-01T00:00:00Z" },
+  { wallet: WALLET, kind: "farcaster", route: "farcaster-verification", fid: 99, username: "alice", followers: 3, observed_at: "2025-05-01T00:00:00Z" },
+  { kind: "reachability", handle: "alice", reachability: "live", checked_at: "2025-05-02T00:00:00Z" },
+].map((line) => JSON.stringify(line)).join("\n") + "\n";
+
+describe("admin command line parsing", () => {
+  const missing = "00000000-0000-4000-8000-000000000000";
+  test("reads every command and its options", () => {
+    assert.deepEqual(parseCommand(["account", "create"]), { name: "account create", email: undefined });
+    assert.deepEqual(parseCommand(["account", "create", "--email=Ops@Example.com"]), { name: "account create", email: "ops@example.com" });
+    assert.deepEqual(parseCommand(["key", "create", "--name", "ci", "--account", missing.toUpperCase()]), {
+      name: "key create",
+      accountId: missing,
+      keyName: "ci",
+    });
+    assert.deepEqual(parseCommand(["credits", "grant", "--account", missing, "--pack", "index"]), {
+      name: "credits grant",
+      accountId: missing,
+      pack: "Index",
+      quantity: 1,
+    });
+    assert.deepEqual(parseCommand(["import", "-"]), { name: "import", file: "-" });
+    assert.deepEqual(parseCommand(["maintain", "stats"]), { name: "maintain", task: "stats" });
+  });
+
+  test("refuses bad input with one line", () => {
+    const cases: [string[], string][] = [
+      [[], "Missing command: expected account create, key create, credits grant, import or maintain"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import or maintain'],
+      [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
+      [["account", "create", "--email"], "Option --email needs a value"],
+      [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
+      [["account", "create", "extra"], 'Unexpected argument "extra" for account create'],
+      [["account", "create", "--email", "not-an-email"], 'Invalid --email "not-an-email": expected an email address'],
+      [["key", "create"], "Missing --account: key create needs an account ID"],
+      [["key", "create", "--account", "42"], 'Invalid --account "42": expected an account ID (a UUID)'],
+      [["credits", "grant", "--account", missing], "Missing --pack: expected Agent, Scale, Index"],
+      [["credits", "grant", "--account", missing, "--pack", "Agent", "--quantity", "1001"], 'Invalid --quantity "1001": expected a whole number from 1 to 1000'],
+      [["credits", "grant", "--account", missing, "--pack", "Agent", "--quantity", "1.5"], 'Invalid --quantity "1.5": expected a whole number from 1 to 1000'],
+      [["credits", "grant", "--account", missing, "--pack", "Agent", "--quantity", "0"], 'Invalid --quantity "0": expected a whole number from 1 to 1000'],
+      [["import"], "Missing FILE: import needs a file name, or - for standard input"],
+      [["import", "a", "b"], 'Unexpected argument "b" for import'],
+      [["maintain", "weekly"], 'Unknown maintain task "weekly": expected reachability, stats, all'],
+    ];
+    for (const [args, message] of cases) {
+      assert.throws(() => parseCommand(args), (error: Error) => error instanceof UsageError && error.message === message, args.join(" "));
+    }
+  });
+});
+
+describe("admin CLI [postgres]", () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let db: Db;
+  let env: Record<string, string>;
+  let accountId: string;
+
+  before(async () => {
+    ({ url, drop } = await createPostgresDatabase());
+    env = { DATABASE_URL: url };
+    db = await openDatabase({ databaseUrl: url, max: 1 });
+  });
+  after(async () => {
+    await db.close();
+    await drop();
+  });
+
+  test("account create, key create and credits grant print JSON and write the ledger", async () => {
+    const account = json(await admin(["account", "create", "--email", "Ops@Example.com"], env));
+    accountId = account.account_id as string;
+    assert.match(accountId, /^[0-9a-f-]{36}$/);
+    const [row] = await db.query("SELECT email, free_allowance FROM accounts WHERE id = $1", [accountId]);
+    assert.deepEqual(row, { email: "ops@example.com", free_allowance: true });
+
+    const key = json(await admin(["key", "create", "--account", accountId, "--name", "ci"], env));
+    assert.match(key.api_key as string, /^wid_live_[A-Za-z0-9]{32}$/);
+    assert.equal(key.prefix, (key.api_key as string).slice(0, 12));
+    const [stored] = await db.query("SELECT id, name, prefix FROM api_keys WHERE account_id = $1", [accountId]);
+    assert.deepEqual(stored, { id: key.key_id, name: "ci", prefix: key.prefix });
+
+    // two grants of the same pack are two grants: each admin grant has its own key
+    for (const expected of [50_000, 75_000]) {
+      const balance = json(await admin(["credits", "grant", "--account", accountId, "--pack", "Scale", "--quantity", String(expected === 50_000 ? 2 : 1)], env));
+      assert.deepEqual(balance, { account_id: accountId, available: expected, on_free_allowance: false, plan: "Startup" });
+    }
+    const grants = await db.query<{ grant_key: string }>("SELECT grant_key FROM credit_grants WHERE account_id = $1", [accountId]);
+    assert.equal(grants.length, 2);
+    for (const g of grants) assert.match(g.grant_key, /^admin:[0-9a-f-]{36}$/);
+  });
+
+  test("import reads a file or standard input, prints counts and is idempotent", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "walletid-import-"));
+    try {
+      const file = join(dir, "observations.ndjson");
+      writeFileSync(file, IMPORT);
+      assert.deepEqual(json(await admin(["import", file], env)), {
+        lines: 3,
+        wallets_added: 1,
+        observations_added: 2,
+        observations_updated: 0,
+        reachability_updated: 1,
+        unchanged: 0,
+      });
+      assert.deepEqual(json(await admin(["import", "-"], env, IMPORT)), {
+        lines: 3,
+        wallets_added: 0,
+        observations_added: 0,
+        observations_updated: 0,
+        reachability_updated: 0,
+        unchanged: 3,
+      });
+      const links = await db.query<{ value: string }>("SELECT value FROM links WHERE wallet = $1 ORDER BY kind", [WALLET]);
+      assert.deepEqual(links.map((l) => l.value), ["99", "alice"]);
+
+      refused(await admin(["import", join(dir, "missing.ndjson")], env), 1, `Cannot import ${join(dir, "missing.ndjson")}: no such file`);
+      const bad = IMPORT + JSON.stringify({ wallet: "0x12", kind: "ens", route: "ens-primary", name: "x.eth" }) + "\n";
+      refused(
+        await admin(["import", "-"], env, bad),
+        1,
+        'Cannot import standard input: line 4: wallet "0x12" is not an address (0x and 40 hex digits)',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("bad input: one line on stderr and a non-zero exit", async () => {
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const cases: [string[], number, string][] = [
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import or maintain'],
+      [["maintain"], 2, "Cannot run maintain all: not available yet"],
+      [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
+      [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
+      [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],
+    ];
+    // independent processes: run them side by side
+    const runs = await Promise.all(cases.map(([args]) => admin(args, env)));
+    runs.forEach((run, i) => refused(run, cases[i][1], cases[i][2]));
+    assert.equal((await db.query("SELECT count(*)::integer AS n FROM accounts"))[0].n, 1);
+    refused(await admin(["account", "create"], { DATABASE_URL: "mysql://x" }), 1, "Cannot run admin: DATABASE_URL must be a postgres:// URL");
+  });
+
+  test("a key beyond the cap of 10 is refused", async () => {
+    const now = new Date();
+    for (let active = 1; active < 10; active++) assert.equal((await createApiKey(db, { accountId, now })).ok, true);
+    refused(await admin(["key", "create", "--account", accountId], env), 1, `Cannot create key: account ${accountId} already has 10 active keys`);
+  });
+});
+
+describe("acquireDataDirLock", () => {
+  test("one holder at a time; release removes only its own lock", () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "walletid-lock-")), "nested");
+    try {
+      const release = acquireDataDirLock(dataDir);
+      const lock = join(dataDir, "walletid.lock");
+      assert.equal(readFileSync(lock, "utf8"), `${process.pid}\n`);
+      assert.throws(() => acquireDataDirLock(dataDir), { message: new RegExp(`in use by a running walletid server \\(pid ${process.pid}\\)`) });
+      release();
+      assert.equal(existsSync(lock), false);
+      release();
+      assert.deepEqual(readdirSync(dataDir), []);
+    } finally {
+      rmSync(dirname(dataDir), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("admin CLI [embedded]", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "walletid-admin-"));
+  const env = { DATA_DIR: dataDir };
+  const lock = join(dataDir, "walletid.lock");
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  test("works on the data directory, replacing a stale lock and leaving none behind", async () => {
+    // a lock left by a process that has exited
+    const gone = spawn(process.execPath, ["-e", ""]);
+    await new Promise((resolve) => gone.on("close", resolve));
+    writeFileSync(lock, `${gone.pid}\n`);
+
+    const { account_id: accountId } = json(await admin(["account", "create"], env));
+    assert.equal(existsSync(lock), false);
+    const key = json(await admin(["key", "create", "--account", accountId as string], env));
+    assert.match(key.api_key as string, /^wid_live_/);
+    const balance = json(await admin(["credits", "grant", "--account", accountId as string, "--pack", "agent", "--quantity", "3"], env));
+    assert.deepEqual(balance, { account_id: accountId, available: 36, on_free_allowance: false, plan: "Developer" });
+    assert.equal(json(await admin(["import", "-"], env, IMPORT)).observations_added, 2);
+    assert.equal(existsSync(lock), false);
+    assert.equal(existsSync(join(dataDir, "pgdata")), true);
+  });
+
+  test("refuses a data directory held by a running process", async () => {
+    writeFileSync(lock, `${process.pid}\n`);
+    refused(
+      await admin(["account", "create"], env),
+      1,
+      `The embedded database in ${dataDir} is in use by a running walletid server (pid ${process.pid}): stop it, or set DATABASE_URL to use PostgreSQL`,
+    );
+    assert.equal(readFileSync(lock, "utf8"), `${process.pid}\n`, "someone else's lock is left alone");
+  });
+});
