@@ -1,48 +1,40 @@
 -- Metering in the database: one call verifies a key, reads the plan and balance, counts the
 -- rate windows and debits matches, so a metered request costs one round trip.
 
--- Credits available to an account at p_now, derived from the ledger.
-CREATE FUNCTION account_credits(p_account uuid, p_now timestamptz,
-  OUT available integer, OUT pack_available integer, OUT on_free_allowance boolean,
-  OUT free_resets_at timestamptz, OUT plan text)
-LANGUAGE plpgsql STABLE AS $$
-DECLARE
-  v_free boolean;
-  v_override text;
-  v_used integer;
-BEGIN
-  SELECT a.free_allowance, a.plan_override INTO v_free, v_override FROM accounts a WHERE a.id = p_account;
-
-  SELECT coalesce(sum(g.matches - coalesce(d.drawn_after, 0)), 0)::integer INTO pack_available
-    FROM credit_grants g
-    LEFT JOIN LATERAL (
-      SELECT x.drawn_after FROM debits x WHERE x.grant_id = g.id ORDER BY x.drawn_after DESC LIMIT 1
-    ) d ON true
-   WHERE g.account_id = p_account AND g.expires_at > p_now;
-
-  -- the strongest preset among unexpired packs, exhausted or not
-  SELECT coalesce(v_override, (
-    SELECT p.plan FROM credit_grants g
-      JOIN packs p ON p.name = g.pack
-      JOIN plans pl ON pl.name = p.plan
-     WHERE g.account_id = p_account AND g.expires_at > p_now
-     ORDER BY pl.rank DESC LIMIT 1), 'Developer') INTO plan;
-
-  on_free_allowance := false;
-  free_resets_at := NULL;
-  IF pack_available > 0 THEN
-    available := pack_available;
-  ELSIF v_free THEN
-    SELECT coalesce(sum(x.matches), 0)::integer, min(x.created_at) + interval '30 days'
-      INTO v_used, free_resets_at
-      FROM debits x
-     WHERE x.account_id = p_account AND x.source = 'free' AND x.created_at > p_now - interval '30 days';
-    available := greatest(100 - v_used, 0);
-    on_free_allowance := true;
-  ELSE
-    available := greatest(pack_available, 0);
-  END IF;
-END $$;
+-- Credits available to an account at p_now, derived from the ledger: the unexpired packs'
+-- grants minus what their debits drew (read from each pack's newest running total), else the
+-- free allowance of an email account (100 per rolling 30 days). One statement, so callers can
+-- join it in (meter_call) and the planner inlines it.
+CREATE FUNCTION account_credits(p_account uuid, p_now timestamptz)
+RETURNS TABLE (available integer, pack_available integer, on_free_allowance boolean,
+               free_resets_at timestamptz, plan text)
+LANGUAGE sql STABLE AS $$
+  SELECT CASE WHEN s.pack > 0 THEN s.pack
+              WHEN a.free_allowance THEN greatest(100 - f.used, 0)
+              ELSE greatest(s.pack, 0) END,
+         s.pack,
+         s.pack <= 0 AND a.free_allowance,
+         CASE WHEN s.pack <= 0 AND a.free_allowance THEN f.first_at + interval '30 days' END,
+         -- the strongest preset among unexpired packs, exhausted or not
+         coalesce(a.plan_override, s.plan, 'Developer')
+    FROM accounts a
+   CROSS JOIN LATERAL (
+         SELECT coalesce(sum(g.matches - coalesce(d.drawn_after, 0)), 0)::integer AS pack,
+                (array_agg(p.plan ORDER BY pl.rank DESC))[1] AS plan
+           FROM credit_grants g
+           JOIN packs p ON p.name = g.pack
+           JOIN plans pl ON pl.name = p.plan
+           LEFT JOIN LATERAL (
+                SELECT x.drawn_after FROM debits x WHERE x.grant_id = g.id ORDER BY x.drawn_after DESC LIMIT 1
+           ) d ON true
+          WHERE g.account_id = a.id AND g.expires_at > p_now) s
+   CROSS JOIN LATERAL (
+         SELECT coalesce(sum(x.matches), 0)::integer AS used, min(x.created_at) AS first_at
+           FROM debits x
+          WHERE a.free_allowance AND s.pack <= 0
+            AND x.account_id = a.id AND x.source = 'free' AND x.created_at > p_now - interval '30 days') f
+   WHERE a.id = p_account
+$$;
 
 -- Debits p_matches from the account, earliest-expiring pack first, keyed on p_call_key.
 -- Returns false when the key was already debited (a retry) or there is nothing to debit.
@@ -127,9 +119,8 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   k record;
-  c record;
-  pl record;
   w record;
+  v_counted boolean := false;
   v_minute timestamptz := date_trunc('minute', p_now, 'UTC');
   v_day timestamptz := date_trunc('day', p_now, 'UTC');
   v_month timestamptz := date_trunc('month', p_now, 'UTC');
@@ -140,8 +131,14 @@ BEGIN
   -- and never applies anything twice or in part.
   PERFORM set_config('synchronous_commit', 'off', true);
 
-  SELECT ak.id, ak.account_id, ak.last_used_at, a.has_account, a.unmetered INTO k
-    FROM api_keys ak JOIN accounts a ON a.id = ak.account_id
+  -- the key, its account, balance and plan limits in one statement
+  SELECT ak.id, ak.account_id, ak.last_used_at, a.has_account, a.unmetered, c.available, c.plan,
+         pl.requests_per_minute, pl.requests_per_day, pl.requests_per_month, pl.max_batch_size
+    INTO k
+    FROM api_keys ak
+    JOIN accounts a ON a.id = ak.account_id
+   CROSS JOIN LATERAL account_credits(ak.account_id, p_now) c
+    JOIN plans pl ON pl.name = c.plan
    WHERE ak.key_hash = p_key_hash AND ak.revoked_at IS NULL;
   IF NOT FOUND THEN
     outcome := 'unauthorized';
@@ -153,29 +150,14 @@ BEGIN
   account_id := k.account_id;
   account_bound := k.has_account;
   unmetered := k.unmetered;
+  available := CASE WHEN k.unmetered THEN NULL ELSE k.available END;
+  plan := k.plan;
+  limit_minute := k.requests_per_minute;
+  limit_day := k.requests_per_day;
+  limit_month := k.requests_per_month;
+  max_batch_size := k.max_batch_size;
   matched := 0;
   billed := false;
-
-  SELECT * INTO c FROM account_credits(k.account_id, p_now);
-  available := CASE WHEN k.unmetered THEN NULL ELSE c.available END;
-  plan := c.plan;
-  SELECT * INTO pl FROM plans WHERE plans.name = c.plan;
-  limit_minute := pl.requests_per_minute;
-  limit_day := pl.requests_per_day;
-  limit_month := pl.requests_per_month;
-  max_batch_size := pl.max_batch_size;
-
-  IF p_weight > 0 THEN
-    INSERT INTO rate_windows AS rw (account_id, minute_start, minute_used, day_start, day_used, month_start, month_used)
-    VALUES (k.account_id, v_minute, 0, v_day, 0, v_month, 0)
-    ON CONFLICT (account_id) DO NOTHING;
-    SELECT * INTO w FROM rate_windows rw WHERE rw.account_id = k.account_id FOR UPDATE;
-  ELSE
-    SELECT * INTO w FROM rate_windows rw WHERE rw.account_id = k.account_id;
-  END IF;
-  used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
-  used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
-  used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
 
   IF p_idem_key IS NOT NULL THEN
     SELECT ir.request_hash, ir.status, ir.body INTO idem_request_hash, idem_status, idem_body
@@ -183,41 +165,81 @@ BEGIN
      WHERE ir.account_id = k.account_id AND ir.idem_key = p_idem_key
        AND ir.created_at > p_now - interval '24 hours';
     IF FOUND THEN
+      SELECT * INTO w FROM rate_windows rw WHERE rw.account_id = k.account_id;
+      used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
+      used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
+      used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
       outcome := 'replay';
       RETURN NEXT;
       RETURN;
     END IF;
   END IF;
 
-  IF p_list_size IS NOT NULL AND pl.max_batch_size IS NOT NULL AND p_list_size > pl.max_batch_size THEN
-    outcome := 'batch_too_large';
-    RETURN NEXT;
-    RETURN;
-  END IF;
-
-  IF p_weight > 0 AND (used_minute + p_weight > limit_minute
-                    OR used_day + p_weight > limit_day
-                    OR used_month + p_weight > limit_month) THEN
-    outcome := 'rate_limited';
-    RETURN NEXT;
-    RETURN;
-  END IF;
-
-  IF p_needs_credits AND NOT k.unmetered AND c.available <= 0 THEN
-    outcome := 'no_credits';
-    RETURN NEXT;
-    RETURN;
-  END IF;
-
-  IF p_weight > 0 THEN
-    used_minute := used_minute + p_weight;
-    used_day := used_day + p_weight;
-    used_month := used_month + p_weight;
+  -- Fast path, the common case: a list within the plan, credits left, and room in every
+  -- window. One UPDATE counts the call only where all three windows have room; its WHERE is
+  -- re-checked on the newest row version after the row lock, so counting stays atomic.
+  IF p_weight > 0
+     AND (p_list_size IS NULL OR k.max_batch_size IS NULL OR p_list_size <= k.max_batch_size)
+     AND NOT (p_needs_credits AND NOT k.unmetered AND k.available <= 0) THEN
     UPDATE rate_windows rw
-       SET minute_start = v_minute, minute_used = used_minute,
-           day_start = v_day, day_used = used_day,
-           month_start = v_month, month_used = used_month
-     WHERE rw.account_id = k.account_id;
+       SET minute_start = v_minute,
+           minute_used = CASE WHEN rw.minute_start = v_minute THEN rw.minute_used ELSE 0 END + p_weight,
+           day_start = v_day,
+           day_used = CASE WHEN rw.day_start = v_day THEN rw.day_used ELSE 0 END + p_weight,
+           month_start = v_month,
+           month_used = CASE WHEN rw.month_start = v_month THEN rw.month_used ELSE 0 END + p_weight
+     WHERE rw.account_id = k.account_id
+       AND CASE WHEN rw.minute_start = v_minute THEN rw.minute_used ELSE 0 END + p_weight <= coalesce(k.requests_per_minute, 2147483647)
+       AND CASE WHEN rw.day_start = v_day THEN rw.day_used ELSE 0 END + p_weight <= coalesce(k.requests_per_day, 2147483647)
+       AND CASE WHEN rw.month_start = v_month THEN rw.month_used ELSE 0 END + p_weight <= coalesce(k.requests_per_month, 2147483647)
+    RETURNING rw.minute_used, rw.day_used, rw.month_used INTO used_minute, used_day, used_month;
+    v_counted := FOUND;
+  END IF;
+
+  IF NOT v_counted THEN
+    -- Slow path: a first call, a refusal or a weightless call, decided under the row lock.
+    IF p_weight > 0 THEN
+      INSERT INTO rate_windows AS rw (account_id, minute_start, minute_used, day_start, day_used, month_start, month_used)
+      VALUES (k.account_id, v_minute, 0, v_day, 0, v_month, 0)
+      ON CONFLICT (account_id) DO NOTHING;
+      SELECT * INTO w FROM rate_windows rw WHERE rw.account_id = k.account_id FOR UPDATE;
+    ELSE
+      SELECT * INTO w FROM rate_windows rw WHERE rw.account_id = k.account_id;
+    END IF;
+    used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
+    used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
+    used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
+
+    IF p_list_size IS NOT NULL AND k.max_batch_size IS NOT NULL AND p_list_size > k.max_batch_size THEN
+      outcome := 'batch_too_large';
+      RETURN NEXT;
+      RETURN;
+    END IF;
+
+    IF p_weight > 0 AND (used_minute + p_weight > limit_minute
+                      OR used_day + p_weight > limit_day
+                      OR used_month + p_weight > limit_month) THEN
+      outcome := 'rate_limited';
+      RETURN NEXT;
+      RETURN;
+    END IF;
+
+    IF p_needs_credits AND NOT k.unmetered AND k.available <= 0 THEN
+      outcome := 'no_credits';
+      RETURN NEXT;
+      RETURN;
+    END IF;
+
+    IF p_weight > 0 THEN
+      used_minute := used_minute + p_weight;
+      used_day := used_day + p_weight;
+      used_month := used_month + p_weight;
+      UPDATE rate_windows rw
+         SET minute_start = v_minute, minute_used = used_minute,
+             day_start = v_day, day_used = used_day,
+             month_start = v_month, month_used = used_month
+       WHERE rw.account_id = k.account_id;
+    END IF;
   END IF;
 
   IF p_bill_wallets IS NOT NULL AND cardinality(p_bill_wallets) > 0 THEN
