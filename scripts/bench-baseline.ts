@@ -14,7 +14,7 @@ import { walletRecordJson } from "../src/http/render.ts";
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   if (!config.databaseUrl) throw new Error("Cannot start the baseline: DATABASE_URL is not set");
-  const db = await openDatabase({ databaseUrl: config.databaseUrl });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize });
   const log = (line: string) => {
     if (config.logLevel !== "silent") console.error(line);
   };

@@ -11,6 +11,7 @@ const EnvSchema = v.object({
   HOST: v.optional(v.string(), "0.0.0.0"),
   PUBLIC_URL: v.optional(Url),
   DATABASE_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"))),
+  DATABASE_POOL_SIZE: v.optional(Int(1, 100), "4"),
   DATA_DIR: v.optional(v.string(), ".data"),
   STALE_AFTER_DAYS: v.optional(Int(1, 3650), "30"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
@@ -28,6 +29,7 @@ export interface Config {
   host: string;
   publicUrl: string;
   databaseUrl?: string;
+  databasePoolSize: number;
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -56,6 +58,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     dataDir: e.DATA_DIR,
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   };
   const embedded = !config.databaseUrl;
   const release = embedded ? acquireDataDirLock(config.dataDir) : () => {};
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: embedded ? join(config.dataDir, "pgdata") : undefined });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, dataDir: embedded ? join(config.dataDir, "pgdata") : undefined });
   const now = () => new Date();
 
   if (embedded || process.env.LOAD_DEMO === "1") {

@@ -68,3 +68,28 @@ CREATE TABLE stats_snapshots (
   counts jsonb NOT NULL,
   as_of  timestamptz NOT NULL
 );
+
+-- Every identity row of the given wallets with its evidence class, farcaster account and
+-- twitter reachability joined in, so a lookup of any size is one statement. A wallet with
+-- nothing attached comes back as one row with null link columns (checked-empty); a wallet
+-- never seen has no row. One SQL statement, so callers that join it in get it inlined.
+CREATE FUNCTION identity_rows(p_addresses text[])
+RETURNS TABLE (
+  address text, last_updated timestamptz, checked_at timestamptz,
+  kind text, value text, route text, class text, self_declared boolean, detail jsonb,
+  observed_at timestamptz, fid float8, fc_username text, fc_followers integer,
+  reachability text, reachability_checked_at timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT w.address, w.last_updated, w.checked_at,
+         l.kind, l.value, l.route, r.class,
+         (l.self_declared OR coalesce(r.self_declared, false)),
+         l.detail, l.observed_at, l.fid::float8,
+         fa.username, fa.followers,
+         tr.reachability, tr.checked_at
+    FROM wallets w
+    LEFT JOIN links l ON l.wallet = w.address
+    LEFT JOIN evidence_routes r ON r.route = l.route
+    LEFT JOIN farcaster_accounts fa ON fa.fid = l.fid
+    LEFT JOIN twitter_reachability tr ON l.kind = 'twitter' AND tr.handle = l.value
+   WHERE w.address = ANY (p_addresses)
+$$;

@@ -56,11 +56,32 @@ BEGIN
   -- one debit at a time per account keeps the running totals exact; an advisory lock
   -- serializes them without writing a row lock into the accounts tuple
   PERFORM pg_advisory_xact_lock(hashtextextended(p_account::text, 7201));
-  SELECT a.free_allowance INTO v_free FROM accounts a WHERE a.id = p_account;
+
+  -- The common case in one statement: the earliest-expiring pack with credits left covers the
+  -- whole debit. A retry of the same call key conflicts and writes nothing.
+  INSERT INTO debits (account_id, call_key, part, grant_id, source, matches, drawn_after, created_at)
+  SELECT p_account, p_call_key, 0, fp.id, 'pack', p_matches, fp.drawn + p_matches, p_now
+    FROM (SELECT cg.id, cg.matches, coalesce(d.drawn_after, 0) AS drawn
+            FROM credit_grants cg
+            LEFT JOIN LATERAL (
+              SELECT x.drawn_after FROM debits x WHERE x.grant_id = cg.id ORDER BY x.drawn_after DESC LIMIT 1
+            ) d ON true
+           WHERE cg.account_id = p_account AND cg.expires_at > p_now
+             AND cg.matches > coalesce(d.drawn_after, 0)
+           ORDER BY cg.expires_at, cg.id
+           LIMIT 1) fp
+   WHERE fp.matches - fp.drawn >= p_matches
+      ON CONFLICT (account_id, call_key, part) DO NOTHING;
+  IF FOUND THEN
+    RETURN true;
+  END IF;
+
   IF EXISTS (SELECT 1 FROM debits x WHERE x.account_id = p_account AND x.call_key = p_call_key) THEN
     RETURN false;
   END IF;
+  SELECT a.free_allowance INTO v_free FROM accounts a WHERE a.id = p_account;
 
+  -- Otherwise: split across packs, then overdraw.
   FOR g IN
     SELECT cg.id, cg.matches, coalesce(d.drawn_after, 0) AS drawn
       FROM credit_grants cg
@@ -115,7 +136,7 @@ RETURNS TABLE (
   used_minute integer, used_day integer, used_month integer,
   available integer, unmetered boolean, matched integer, billed boolean,
   idem_request_hash text, idem_status integer, idem_body text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql ROWS 1 AS $$
 #variable_conflict use_column
 DECLARE
   k record;
@@ -175,6 +196,14 @@ BEGIN
     END IF;
   END IF;
 
+  -- the billable predicate x_or_farcaster over the deduplicated list, read before any row
+  -- lock is taken so the locks are held only for the writes
+  IF p_bill_wallets IS NOT NULL AND cardinality(p_bill_wallets) > 0 THEN
+    SELECT count(DISTINCT l.wallet)::integer INTO matched
+      FROM links l
+     WHERE l.wallet = ANY (p_bill_wallets) AND l.kind IN ('twitter', 'farcaster');
+  END IF;
+
   -- Fast path, the common case: a list within the plan, credits left, and room in every
   -- window. One UPDATE counts the call only where all three windows have room; its WHERE is
   -- re-checked on the newest row version after the row lock, so counting stays atomic.
@@ -212,6 +241,7 @@ BEGIN
 
     IF p_list_size IS NOT NULL AND k.max_batch_size IS NOT NULL AND p_list_size > k.max_batch_size THEN
       outcome := 'batch_too_large';
+      matched := 0;
       RETURN NEXT;
       RETURN;
     END IF;
@@ -220,12 +250,14 @@ BEGIN
                       OR used_day + p_weight > limit_day
                       OR used_month + p_weight > limit_month) THEN
       outcome := 'rate_limited';
+      matched := 0;
       RETURN NEXT;
       RETURN;
     END IF;
 
     IF p_needs_credits AND NOT k.unmetered AND k.available <= 0 THEN
       outcome := 'no_credits';
+      matched := 0;
       RETURN NEXT;
       RETURN;
     END IF;
@@ -242,14 +274,8 @@ BEGIN
     END IF;
   END IF;
 
-  IF p_bill_wallets IS NOT NULL AND cardinality(p_bill_wallets) > 0 THEN
-    -- the billable predicate x_or_farcaster, over the deduplicated list
-    SELECT count(DISTINCT l.wallet)::integer INTO matched
-      FROM links l
-     WHERE l.wallet = ANY (p_bill_wallets) AND l.kind IN ('twitter', 'farcaster');
-    IF matched > 0 AND NOT k.unmetered THEN
-      billed := debit_matches(k.account_id, p_call_key, matched, p_now);
-    END IF;
+  IF matched > 0 AND NOT k.unmetered THEN
+    billed := debit_matches(k.account_id, p_call_key, matched, p_now);
   END IF;
 
   -- last_used_at is kept to the minute: writing it on every call would cost a row update each

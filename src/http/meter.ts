@@ -5,6 +5,7 @@ import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
+import type { IdentityRow } from "../index/records.ts";
 import { ApiError } from "./errors.ts";
 import "./context.ts";
 
@@ -31,6 +32,8 @@ export interface Metered {
   wallets: number;
   route: string;
   replay?: { requestHash: string; status: number; body: string };
+  /** Identity rows of the addresses asked for with `lookup`, read in the same round trip. */
+  identities: IdentityRow[];
 }
 
 export interface MeterOptions {
@@ -45,6 +48,8 @@ export interface MeterOptions {
   callKey?: string;
   idempotencyKey?: string;
   wallets?: number;
+  /** Addresses whose identity rows to read when the call is let through. */
+  lookup?: string[];
 }
 
 export interface MeterDeps {
@@ -72,7 +77,7 @@ type MeterRow = {
   idem_request_hash: string | null;
   idem_status: number | null;
   idem_body: string | null;
-};
+} & Partial<IdentityRow>;
 
 const UNAUTHORIZED = () =>
   new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key: send Authorization: Bearer <API_KEY>");
@@ -112,7 +117,7 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
   if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED();
   const now = deps.now();
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
-  const [row] = await deps.db.query<MeterRow>(sql("meter_call"), [
+  const rows = await deps.db.query<MeterRow>(sql("meter_call"), [
     await keyDigest(credential),
     now,
     options.weight,
@@ -121,7 +126,9 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
     options.callKey ?? (bill ? `call:${crypto.randomUUID()}` : null),
     bill,
     options.idempotencyKey ?? null,
+    options.lookup && options.lookup.length > 0 ? options.lookup : null,
   ]);
+  const row = rows[0];
   if (row.outcome === "unauthorized") throw UNAUTHORIZED();
 
   const resets = windowsAt(now);
@@ -142,6 +149,7 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
     units: row.outcome === "ok" ? options.weight : 0,
     wallets: options.wallets ?? 0,
     route: options.route,
+    identities: row.address ? (rows as IdentityRow[]) : [],
   };
   c.set("meter", metered);
 

@@ -1,7 +1,7 @@
 // POST /batch: up to the plan's max_batch_size addresses; body checks run before authentication
 // because the rate weight is the body's address count.
 import { Hono } from "hono";
-import { buildViews, selectIdentityRows } from "../index/records.ts";
+import { buildViews } from "../index/records.ts";
 import { normalizeAddressList } from "../index/address.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { sql } from "../db/queries.ts";
@@ -31,8 +31,7 @@ export function batchRoutes(deps: RouteDeps) {
       throw invalidAddress(invalid);
     }
 
-    const [metered, rows] = await Promise.all([
-      meter(c, meterDeps(deps), {
+    const metered = await meter(c, meterDeps(deps), {
         route: BATCH_ROUTE,
         weight: entries.length,
         needsCredits: true,
@@ -42,9 +41,8 @@ export function batchRoutes(deps: RouteDeps) {
         // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
         callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
         idempotencyKey,
-      }),
-      selectIdentityRows(deps.db, unique),
-    ]);
+        lookup: unique,
+      });
     const requestHash = idempotencyKey ? await sha256Hex(new TextDecoder().decode(body)) : undefined;
 
     if (metered.replay) {
@@ -60,7 +58,7 @@ export function batchRoutes(deps: RouteDeps) {
       return c.body(metered.replay.body, metered.replay.status as 200, { "Content-Type": "application/json" });
     }
 
-    const views = buildViews(rows, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+    const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
     const data = unique.map((address) => {
       const view = views.get(address);
       return view && view.found ? batchRowJson(view) : null;

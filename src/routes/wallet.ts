@@ -1,6 +1,6 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
 import { Hono } from "hono";
-import { buildViews, selectIdentityRows } from "../index/records.ts";
+import { buildViews } from "../index/records.ts";
 import { isAddress } from "../index/address.ts";
 import { invalidAddress } from "../http/errors.ts";
 import { meter } from "../http/meter.ts";
@@ -20,19 +20,16 @@ export function walletRoutes(deps: RouteDeps) {
       throw invalidAddress([raw]);
     }
     const address = raw.toLowerCase();
-    // the lookup runs beside the metering round trip; its rows are dropped if the call is refused
-    const [metered, rows] = await Promise.all([
-      meter(c, meterDeps(deps), {
-        route: WALLET_ROUTE,
-        weight: 1,
-        needsCredits: true,
-        billWallets: [address],
-        wallets: 1,
-      }),
-      selectIdentityRows(deps.db, [address]),
-    ]);
-    void metered;
-    const view = buildViews(rows, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
+    // metering and the lookup are one round trip
+    const metered = await meter(c, meterDeps(deps), {
+      route: WALLET_ROUTE,
+      weight: 1,
+      needsCredits: true,
+      billWallets: [address],
+      wallets: 1,
+      lookup: [address],
+    });
+    const view = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
     if (!view || !view.found) {
       return c.json({
         data: null,

@@ -40,7 +40,7 @@ export async function startServer(db: Db, options: { clock?: Clock; env?: Record
   const clock = options.clock ?? createClock();
   const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
   const logs: string[] = [];
-  const app = createApp({ db, config, now: clock.now, log: (line) => logs.push(line) });
+  const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); } });
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
