@@ -9,7 +9,7 @@ import { openDatabase } from "../src/db/open.ts";
 import { isAddress } from "../src/index/address.ts";
 import { buildViews, selectIdentityRows } from "../src/index/records.ts";
 import { invalidAddress, renderError } from "../src/http/errors.ts";
-import { walletRecordJson } from "../src/http/render.ts";
+import { lookupResponse } from "../src/routes/wallet.ts";
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
@@ -25,28 +25,14 @@ async function main(): Promise<void> {
     return c.json({ status: "ok" });
   });
 
-  // the body of src/routes/wallet.ts with the meter() call taken out
+  // src/routes/wallet.ts without the meter() call: the same lookup and the same response
   app.get("/api/v1/wallet/:address", async (c) => {
     const raw = c.req.param("address");
     if (!isAddress(raw)) throw invalidAddress([raw]);
     const address = raw.toLowerCase();
     const rows = await selectIdentityRows(db, [address]);
     const view = buildViews(rows, { now: new Date(), staleAfterDays: config.staleAfterDays }).get(address);
-    if (!view || !view.found) {
-      return c.json({
-        data: null,
-        meta: { wallet: address, found: false, checked_at: view ? view.checkedAt.toISOString() : null },
-      });
-    }
-    const lastUpdated = (view.lastUpdated ?? view.checkedAt).toISOString();
-    if (view.stale) {
-      c.header("X-Data-Staleness", "stale");
-      c.header("X-Last-Updated", lastUpdated);
-    }
-    return c.json({
-      data: walletRecordJson(view),
-      meta: { wallet: address, found: true, last_updated: lastUpdated, stale: view.stale },
-    });
+    return lookupResponse(c, address, view);
   });
   app.onError((err, c) => renderError(err, c, log));
 

@@ -3,6 +3,7 @@
 // and the quality score.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import type { AgentDetail } from "./import.ts";
 
 export const EVIDENCE_CLASSES = ["onchain", "farcaster", "attested-social", "manual", "aggregated"] as const;
 const ATTESTED = new Set(["onchain", "farcaster", "attested-social", "manual"]);
@@ -42,14 +43,7 @@ export interface FarcasterView {
   verified: boolean;
 }
 
-export interface AgentView {
-  is_agent?: boolean;
-  name?: string;
-  framework?: string;
-  type?: string;
-  token_symbol?: string;
-  verified?: boolean;
-}
+export type AgentView = AgentDetail;
 
 export interface WalletView {
   wallet: string;

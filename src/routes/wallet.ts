@@ -1,6 +1,6 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
-import { Hono } from "hono";
-import { buildViews } from "../index/records.ts";
+import { Hono, type Context } from "hono";
+import { buildViews, type WalletView } from "../index/records.ts";
 import { isAddress } from "../index/address.ts";
 import { invalidAddress } from "../http/errors.ts";
 import { meter } from "../http/meter.ts";
@@ -8,6 +8,25 @@ import { walletRecordJson } from "../http/render.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const WALLET_ROUTE = "/v1/wallet/{address}";
+
+/** The single-lookup response: record or null, meta, and the staleness headers of a stale record. */
+export function lookupResponse(c: Context, address: string, view: WalletView | undefined): Response {
+  if (!view || !view.found) {
+    return c.json({
+      data: null,
+      meta: { wallet: address, found: false, checked_at: view ? view.checkedAt.toISOString() : null },
+    });
+  }
+  const lastUpdated = (view.lastUpdated ?? view.checkedAt).toISOString();
+  if (view.stale) {
+    c.header("X-Data-Staleness", "stale");
+    c.header("X-Last-Updated", lastUpdated);
+  }
+  return c.json({
+    data: walletRecordJson(view),
+    meta: { wallet: address, found: true, last_updated: lastUpdated, stale: view.stale },
+  });
+}
 
 export function walletRoutes(deps: RouteDeps) {
   const app = new Hono();
@@ -30,21 +49,7 @@ export function walletRoutes(deps: RouteDeps) {
       lookup: [address],
     });
     const view = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
-    if (!view || !view.found) {
-      return c.json({
-        data: null,
-        meta: { wallet: address, found: false, checked_at: view ? view.checkedAt.toISOString() : null },
-      });
-    }
-    const lastUpdated = (view.lastUpdated ?? view.checkedAt).toISOString();
-    if (view.stale) {
-      c.header("X-Data-Staleness", "stale");
-      c.header("X-Last-Updated", lastUpdated);
-    }
-    return c.json({
-      data: walletRecordJson(view),
-      meta: { wallet: address, found: true, last_updated: lastUpdated, stale: view.stale },
-    });
+    return lookupResponse(c, address, view);
   });
 
   return app;
