@@ -74,7 +74,9 @@ CREATE INDEX credit_grants_by_expiry ON credit_grants (account_id, expires_at);
 -- `drawn_after` is the running total drawn from that pack including this row, so a pack's
 -- remaining credits are read from its newest debit instead of summing all of them.
 CREATE TABLE debits (
-  id          bigserial PRIMARY KEY,
+  -- insertion order, to read a ledger back in sequence; deliberately not indexed, since every
+  -- billable call writes a row and the key below already identifies it
+  id          bigserial NOT NULL,
   account_id  uuid NOT NULL REFERENCES accounts (id),
   call_key    text NOT NULL,
   part        smallint NOT NULL DEFAULT 0,
@@ -83,7 +85,7 @@ CREATE TABLE debits (
   matches     integer NOT NULL CHECK (matches > 0),
   drawn_after integer,
   created_at  timestamptz NOT NULL,
-  UNIQUE (account_id, call_key, part),
+  PRIMARY KEY (account_id, call_key, part),
   CHECK ((source = 'pack') = (grant_id IS NOT NULL AND drawn_after IS NOT NULL))
 );
 
@@ -100,7 +102,9 @@ CREATE TABLE rate_windows (
   day_used     integer NOT NULL,
   month_start  timestamptz NOT NULL,
   month_used   integer NOT NULL
-);
+) WITH (fillfactor = 10);
+-- Every call of an account rewrites its row: the free space keeps each new version on the
+-- same page (a HOT update), so the hot row never moves and its index is never touched.
 
 CREATE TABLE usage_events (
   id         bigserial PRIMARY KEY,
