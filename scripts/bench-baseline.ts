@@ -10,6 +10,7 @@ import { isAddress } from "../src/index/address.ts";
 import { buildViews, selectIdentityRows } from "../src/index/records.ts";
 import { invalidAddress, renderError } from "../src/http/errors.ts";
 import { lookupResponse } from "../src/routes/wallet.ts";
+import { requestIdAndCors } from "../src/app.ts";
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
@@ -20,6 +21,8 @@ async function main(): Promise<void> {
   };
 
   const app = new Hono();
+  // the same request-id and CORS layer as the real app: only authentication and metering differ
+  app.use(requestIdAndCors());
   app.get("/healthz", async (c) => {
     await db.query("SELECT 1");
     return c.json({ status: "ok" });

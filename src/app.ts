@@ -1,5 +1,5 @@
 // createApp(deps): the whole service as a fetch(Request) => Response handler, on Web APIs only.
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
@@ -40,15 +40,9 @@ const CORS_HEADERS = {
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
 };
 
-export function createApp(deps: AppDeps): App {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log ?? ((line: string) => console.error(line));
-  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
-  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log };
-
-  const app = new Hono();
-
-  app.use(async (c, next) => {
+/** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
+export function requestIdAndCors(): MiddlewareHandler {
+  return async (c, next) => {
     const requestId = crypto.randomUUID();
     c.set("requestId", requestId);
     if (c.req.method === "OPTIONS") {
@@ -66,7 +60,18 @@ export function createApp(deps: AppDeps): App {
     await next();
     for (const [name, value] of Object.entries(CORS_HEADERS)) c.res.headers.set(name, value);
     c.res.headers.set("X-Request-Id", requestId);
-  });
+  };
+}
+
+export function createApp(deps: AppDeps): App {
+  const now = deps.now ?? (() => new Date());
+  const log = deps.log ?? ((line: string) => console.error(line));
+  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
+  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log };
+
+  const app = new Hono();
+
+  app.use(requestIdAndCors());
 
   app.get("/healthz", async (c) => {
     await deps.db.query("SELECT 1");
