@@ -248,8 +248,3 @@ function buildView(rows: IdentityRow[], options: { now: Date; staleAfterDays: nu
   }
   return { ...base, quality: qualityOf(base, rows) };
 }
-
-/** x_or_farcaster: the billable predicate. */
-export function isBillable(view: WalletView | undefined): boolean {
-  return view !== undefined && view.found && (view.twitter !== undefined || view.farcaster !== undefined);
-}
