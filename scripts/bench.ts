@@ -22,7 +22,7 @@ import { benchAddress, prepareIndex } from "./bench-index.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
-const BENCH_DATABASE = "walletid_bench";
+const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 const BENCH_PLAN = "BenchCustom";
 const BATCH_SIZE = 50;
 const RATIO_TARGET = 0.6;

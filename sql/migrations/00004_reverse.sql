@@ -1,0 +1,2 @@
+-- 00004_reverse: reserved; filled by its issue before landing.
+SELECT 1;

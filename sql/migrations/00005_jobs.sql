@@ -1,0 +1,2 @@
+-- 00005_jobs: reserved; filled by its issue before landing.
+SELECT 1;

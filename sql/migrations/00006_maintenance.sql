@@ -1,0 +1,2 @@
+-- 00006_maintenance: reserved; filled by its issue before landing.
+SELECT 1;
