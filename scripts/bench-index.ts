@@ -7,7 +7,11 @@ import { readMigrations } from "../src/db/migrate.ts";
 import type { Db } from "../src/db/types.ts";
 
 // Bump when the generator below changes: a database holding another version is rebuilt.
-const GENERATOR_VERSION = 1;
+const GENERATOR_VERSION = 2;
+
+/** A handle held by one wallet in a hundred: the reverse-lookup case pages it to the end. */
+export const CROWD_HANDLE = "benchcrowd";
+const CROWD_EVERY = 100;
 
 function md5Hex(text: string): string {
   return createHash("md5").update(text).digest("hex");
@@ -113,6 +117,11 @@ SELECT wallet, kind, value, route, fid, false, NULL, observed_at
       FROM bench_seed
      CROSS JOIN LATERAL unnest(kinds) WITH ORDINALITY AS k(kind, ord)
     UNION ALL
+    -- one wallet in a hundred also holds the crowd handle, signed in
+    SELECT address, 'twitter', '${CROWD_HANDLE}', 'x-signin', NULL, observed_at
+      FROM bench_seed
+     WHERE n % ${CROWD_EVERY} = 0
+    UNION ALL
     -- one twitter handle in ten (not already aggregated) is corroborated by correlation as well
     SELECT address, 'twitter', 'user' || n, 'correlation', NULL, observed_at - interval '3 days'
       FROM bench_seed
@@ -136,6 +145,11 @@ SELECT 'user' || n,
   FROM bench_seed
  WHERE 'twitter' = ANY (kinds) AND ${draw(8, 100)} < 60
  ORDER BY ('user' || n) COLLATE "C";
+
+-- the replica role above skipped the triggers that keep reverse_entries: fill it in one pass
+INSERT INTO reverse_entries (kind, key, wallet, rank)
+SELECT * FROM reverse_entries_for(ARRAY(SELECT address FROM wallets))
+ ORDER BY 1, 2, 4, 3;
 
 CREATE TABLE bench_meta (version text NOT NULL);
 INSERT INTO bench_meta (version) VALUES ('${marker}');
@@ -206,7 +220,7 @@ export async function prepareIndex(options: {
   const started = performance.now();
   await db.transaction((tx) => tx.exec(loadSql(options.wallets, marker)));
   // VACUUM sets hint bits and the visibility map now rather than during the first measured round
-  await db.exec("VACUUM (ANALYZE) wallets, links, farcaster_accounts, twitter_reachability");
+  await db.exec("VACUUM (ANALYZE) wallets, links, farcaster_accounts, twitter_reachability, reverse_entries");
   const loadMs = performance.now() - started;
   return { db, databaseUrl, loadMs, counts: await countIndex(db) };
 }

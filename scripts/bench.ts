@@ -3,6 +3,7 @@
 //
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
+//                    [--reverse-clients 8]
 //
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -18,7 +19,8 @@ import autocannon from "autocannon";
 import type { Db } from "../src/db/types.ts";
 import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
-import { benchAddress, prepareIndex } from "./bench-index.ts";
+import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
+import { benchReverse, type ReverseFigures } from "./bench-reverse.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -36,6 +38,7 @@ interface Settings {
   rebuild: boolean;
   serverWaitMinutes: number;
   serverEntry: string;
+  reverseClients: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -50,6 +53,7 @@ function readSettings(argv: string[]): Settings {
       rebuild: { type: "boolean", default: false },
       "server-wait": { type: "string", default: "10" },
       "server-entry": { type: "string", default: "src/main.ts" },
+      "reverse-clients": { type: "string", default: "8" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -66,6 +70,7 @@ function readSettings(argv: string[]): Settings {
     rebuild: values.rebuild,
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
+    reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
   };
 }
 
@@ -447,6 +452,17 @@ async function main(): Promise<number> {
       }
     }
 
+    // reverse lookups: clients walking every page of one handle, after the load cases
+    log(`Reverse lookups: ${settings.reverseClients} clients paging the handle ${CROWD_HANDLE} to the end for ${settings.durationSeconds} s.`);
+    const reverse: ReverseFigures = await benchReverse({
+      url: real.url,
+      apiKey,
+      handle: CROWD_HANDLE,
+      clients: settings.reverseClients,
+      seconds: settings.durationSeconds,
+      log,
+    });
+
     for (const s of servers) if (s.failure()) throw new Error(s.failure());
     await stopAll();
     const metering = await readMetering(db, accountId);
@@ -459,6 +475,11 @@ async function main(): Promise<number> {
     printTable(reports);
     console.log("");
     console.log(`metered single / baseline single: ${ratio.toFixed(2)} (target >= ${RATIO_TARGET})${ratio < RATIO_TARGET ? "  BELOW TARGET" : ""}`);
+    console.log(
+      `${reverse.label}: ${reverse.pagesPerSecond.toFixed(0)} pages/s (${reverse.walletsPerSecond.toFixed(0)} wallets/s), ` +
+        `page latency p50 ${reverse.p50Ms.toFixed(1)} ms, p99 ${reverse.p99Ms.toFixed(1)} ms, max ${reverse.maxMs.toFixed(1)} ms; ` +
+        `${reverse.clients} clients, ${reverse.walks} complete walks of ${reverse.holders / 100} pages, ${reverse.failures} failures`,
+    );
     console.log(
       `metering over the whole run: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
         `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
@@ -476,6 +497,7 @@ async function main(): Promise<number> {
       settings: { ...settings, batchSize: BATCH_SIZE },
       index: { database: BENCH_DATABASE, loadSeconds: index.loadMs === null ? null : index.loadMs / 1000, counts: index.counts },
       cases: byId,
+      reverse,
       ratio: { meteredSingleOverBaseline: ratio, target: RATIO_TARGET },
       metering,
     };

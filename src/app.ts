@@ -8,6 +8,9 @@ import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
+import { estimateRoutes } from "./routes/estimate.ts";
+import { reverseRoutes } from "./routes/reverse.ts";
+import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
 import type { RouteDeps } from "./routes/deps.ts";
 
@@ -29,6 +32,8 @@ export interface App {
 const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/wallet\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/batch$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/estimate$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/reverse\/(twitter|farcaster)\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
@@ -67,7 +72,8 @@ export function createApp(deps: AppDeps): App {
   const now = deps.now ?? (() => new Date());
   const log = deps.log ?? ((line: string) => console.error(line));
   const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
-  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log };
+  const cursors = createCursorSigner(deps.db, deps.config.cursorSecret);
+  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log, cursors };
 
   const app = new Hono();
 
@@ -82,6 +88,8 @@ export function createApp(deps: AppDeps): App {
   v1.use(meteredResponses(usage, now));
   v1.route("/", walletRoutes(routeDeps));
   v1.route("/", batchRoutes(routeDeps));
+  v1.route("/", reverseRoutes(routeDeps));
+  v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
   app.route("/api/v1", v1);
 

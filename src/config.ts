@@ -21,6 +21,7 @@ const EnvSchema = v.object({
   X_API_URL: v.optional(Url),
   X_BEARER_TOKEN: v.optional(v.string()),
   X402_FACILITATOR_URL: v.optional(Url),
+  CURSOR_SECRET: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
 });
 
@@ -33,6 +34,8 @@ export interface Config {
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** Signs reverse-lookup cursors; when unset, a secret generated on first start is kept in the database. */
+  cursorSecret?: string;
   upstreams: {
     neynarApiUrl?: string;
     neynarApiKey?: string;
@@ -62,6 +65,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     dataDir: e.DATA_DIR,
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,
+    cursorSecret: e.CURSOR_SECRET,
     upstreams: {
       neynarApiUrl: e.NEYNAR_API_URL,
       neynarApiKey: e.NEYNAR_API_KEY,

@@ -27,6 +27,8 @@ export const QUERY_NAMES = [
   "twitter_reachability_upsert_many",
   "wallets_refresh_last_updated",
   "wallets_count",
+  "server_secrets_ensure",
+  "reverse_entries_select_page",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -94,7 +94,7 @@ export function credentialOf(req: Request): string | undefined {
 // and the same few keys call again and again. Bounded; cleared whole when full.
 const digests = new Map<string, string>();
 
-async function keyDigest(credential: string): Promise<string> {
+export async function keyDigest(credential: string): Promise<string> {
   let digest = digests.get(credential);
   if (digest === undefined) {
     digest = await sha256Hex(credential);

@@ -56,3 +56,8 @@ export function walletRecordJson(v: WalletView) {
 export function batchRowJson(v: WalletView) {
   return identityJson(v);
 }
+
+/** A reverse-lookup row: identities and the quality score as a flat number. */
+export function reverseRowJson(v: WalletView) {
+  return { ...identityJson(v), quality_score: v.quality.score };
+}

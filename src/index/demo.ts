@@ -157,6 +157,23 @@ function exampleLines(at: (daysAgo: number) => string): Line[] {
   ];
 }
 
+/** Wallets sharing one handle, so a reverse lookup has pages to walk. */
+export const DEMO_CLUB = { handle: "based_club", wallets: 150 };
+
+function clubLines(at: (daysAgo: number) => string): Line[] {
+  const lines: Line[] = [];
+  for (let k = 1; k <= DEMO_CLUB.wallets; k++) {
+    const wallet = `0xc1ab${k.toString(16).padStart(36, "0")}`;
+    const route = k % 4 === 0 ? "correlation" : "x-signin";
+    lines.push({ wallet, kind: "twitter", route, handle: DEMO_CLUB.handle, observed_at: at(k % 9) });
+    if (k % 3 !== 0) {
+      const followers = (k * 37) % 500;
+      lines.push({ wallet, kind: "farcaster", route: "farcaster-verification", fid: 9000 + k, username: `clubber${k}`, followers, observed_at: at(k % 9) });
+    }
+  }
+  return lines;
+}
+
 const WORDS = [
   "based", "degen", "onchain", "mint", "block", "chain", "gm", "wagmi", "zk", "layer", "defi", "pixel",
   "frame", "cast", "yield", "stake", "vault", "node", "hash", "moon", "ape", "punk", "solar", "quiet",
@@ -293,7 +310,7 @@ function generatedLines(count: number, at: (daysAgo: number) => string): Line[] 
 export function demoObservationLines(options: { now: Date; wallets?: number }): string[] {
   const now = options.now.getTime();
   const at = (daysAgo: number) => new Date(Math.round(now - daysAgo * DAY_MS)).toISOString();
-  const lines = [...exampleLines(at), ...generatedLines(options.wallets ?? GENERATED_WALLETS, at)];
+  const lines = [...exampleLines(at), ...clubLines(at), ...generatedLines(options.wallets ?? GENERATED_WALLETS, at)];
   return lines.map((line) => JSON.stringify(line));
 }
 

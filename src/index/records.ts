@@ -66,8 +66,18 @@ export async function selectIdentityRows(db: Db, addresses: string[]): Promise<I
   return await db.query<IdentityRow & Record<string, unknown>>(sql("wallets_select_records"), [addresses]);
 }
 
+export interface ViewOptions {
+  now: Date;
+  staleAfterDays: number;
+  /**
+   * The identity a reverse lookup asked for: its twitter handle or farcaster username is the one
+   * the record shows, whatever would otherwise be chosen (lowercased).
+   */
+  prefer?: { twitter?: string; farcaster?: string };
+}
+
 /** Views of the wallets the index has seen, keyed by address; a never-seen wallet has no entry. */
-export function buildViews(rows: IdentityRow[], options: { now: Date; staleAfterDays: number }): Map<string, WalletView> {
+export function buildViews(rows: IdentityRow[], options: ViewOptions): Map<string, WalletView> {
   const grouped = new Map<string, IdentityRow[]>();
   for (const row of rows) {
     const list = grouped.get(row.address);
@@ -119,7 +129,7 @@ function pickName(rows: IdentityRow[], kind: string): string | undefined {
 
 const DEAD = new Set(["suspended", "deactivated"]);
 
-function twitterOf(rows: IdentityRow[]): TwitterView | undefined {
+function twitterOf(rows: IdentityRow[], prefer?: string): TwitterView | undefined {
   const handles = candidates(rows, "twitter").map((c) => {
     const reach = c.routes.find((r) => r.reachability !== null);
     const classified = c.routes.filter((r) => r.class !== null);
@@ -137,6 +147,7 @@ function twitterOf(rows: IdentityRow[]): TwitterView | undefined {
   // a handle that no longer reaches anyone gives way to a working one
   handles.sort(
     (a, b) =>
+      Number(b.c.value === prefer) - Number(a.c.value === prefer) ||
       Number(DEAD.has(a.reachability)) - Number(DEAD.has(b.reachability)) ||
       Number(b.verified) - Number(a.verified) ||
       byEvidence(a.c, b.c),
@@ -163,12 +174,13 @@ function twitterOf(rows: IdentityRow[]): TwitterView | undefined {
   return view;
 }
 
-function farcasterOf(rows: IdentityRow[]): FarcasterView | undefined {
+function farcasterOf(rows: IdentityRow[], prefer?: string): FarcasterView | undefined {
   const accounts = candidates(rows, "farcaster")
     .map((c) => ({ c, row: c.routes[0] }))
     .filter(({ row }) => row.fc_username !== null && row.fid !== null)
     .sort(
       (a, b) =>
+        Number(b.row.fc_username!.toLowerCase() === prefer) - Number(a.row.fc_username!.toLowerCase() === prefer) ||
         Number(isAttested(b.c)) - Number(isAttested(a.c)) ||
         (b.row.fc_followers ?? -1) - (a.row.fc_followers ?? -1) ||
         a.row.fid! - b.row.fid!,
@@ -223,10 +235,10 @@ function qualityOf(view: Omit<WalletView, "quality">, rows: IdentityRow[]): Wall
   return { score: Math.max(0, Math.min(100, score)), lastVerified };
 }
 
-function buildView(rows: IdentityRow[], options: { now: Date; staleAfterDays: number }): WalletView {
+function buildView(rows: IdentityRow[], options: ViewOptions): WalletView {
   const first = rows[0];
-  const twitter = twitterOf(rows);
-  const farcaster = farcasterOf(rows);
+  const twitter = twitterOf(rows, options.prefer?.twitter);
+  const farcaster = farcasterOf(rows, options.prefer?.farcaster);
   const classes = new Set(rows.map((r) => r.class).filter((k): k is string => k !== null));
   const base = {
     wallet: first.address,

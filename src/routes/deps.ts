@@ -2,6 +2,7 @@
 import type { Config } from "../config.ts";
 import type { Db } from "../db/types.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
+import type { CursorSigner } from "../http/cursor.ts";
 
 export interface RouteDeps {
   db: Db;
@@ -9,6 +10,7 @@ export interface RouteDeps {
   now: () => Date;
   usage: UsageRecorder;
   log: (line: string) => void;
+  cursors: CursorSigner;
 }
 
 export function meterDeps(deps: RouteDeps) {

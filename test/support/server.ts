@@ -6,6 +6,8 @@ import { readConfig, type Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/types.ts";
 import { createAccount, grantCredits, type PackName } from "../../src/ledger/accounts.ts";
 import { createApiKey } from "../../src/ledger/keys.ts";
+import { after, before } from "node:test";
+import { loadFixtures } from "./fixtures.ts";
 
 export interface Clock {
   now: () => Date;
@@ -64,9 +66,9 @@ export async function startServer(db: Db, options: { clock?: Clock; env?: Record
 /** An account with a key and, optionally, packs granted. */
 export async function createCustomer(
   db: Db,
-  options: { email?: string; packs?: Array<{ pack: PackName; quantity?: number; at?: Date }>; now: Date },
+  options: { email?: string; hasAccount?: boolean; packs?: Array<{ pack: PackName; quantity?: number; at?: Date }>; now: Date },
 ): Promise<{ accountId: string; apiKey: string; keyId: string }> {
-  const { accountId } = await createAccount(db, { email: options.email, now: options.now });
+  const { accountId } = await createAccount(db, { email: options.email, hasAccount: options.hasAccount, now: options.now });
   for (const [i, p] of (options.packs ?? []).entries()) {
     await grantCredits(db, {
       accountId,
@@ -89,4 +91,36 @@ export async function json(res: Response): Promise<any> {
   } catch {
     throw new Error(`Expected JSON, got ${res.status}: ${text.slice(0, 500)}`);
   }
+}
+
+export interface FixtureSuite {
+  clock: Clock;
+  server: TestServer;
+  key: string;
+  accountId: string;
+  /** Moves the clock to a fresh minute, so the minute window of earlier tests never interferes. */
+  nextMinute(): void;
+}
+
+/**
+ * The usual HTTP suite, as hooks of the calling describe: the fixture index (plus `load`), one
+ * customer with `packs` (default 10 Agent packs) and a real server on an injected clock.
+ */
+export function fixtureSuite(
+  get: () => { db: Db },
+  options: { packs?: Array<{ pack: PackName; quantity?: number }>; load?: (db: Db, now: Date) => Promise<void> } = {},
+): FixtureSuite {
+  const clock = createClock("2026-11-20T12:00:30Z");
+  const suite = { clock, key: "", accountId: "", nextMinute: () => clock.advance(60_000) } as FixtureSuite;
+  before(async () => {
+    const { db } = get();
+    await loadFixtures(db, clock.now());
+    await options.load?.(db, clock.now());
+    const customer = await createCustomer(db, { packs: options.packs ?? [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    suite.key = customer.apiKey;
+    suite.accountId = customer.accountId;
+    suite.server = await startServer(db, { clock });
+  });
+  after(() => suite.server.close());
+  return suite;
 }

@@ -1,0 +1,76 @@
+// POST /estimate: a dry run of a batch over 10 to max_batch_size distinct addresses. Counts
+// and a billing band only, never identities; free at any balance, rate weight 1 per address.
+import { Hono } from "hono";
+import { buildViews } from "../index/records.ts";
+import { normalizeAddressList } from "../index/address.ts";
+import { MATCH_RATES } from "../index/match-rates.ts";
+import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
+import { ApiError, invalidAddress } from "../http/errors.ts";
+import { meter } from "../http/meter.ts";
+import { meterDeps, type RouteDeps } from "./deps.ts";
+
+export const ESTIMATE_ROUTE = "/v1/estimate";
+export const ESTIMATE_MIN_ADDRESSES = 10;
+export const BILLABLE_PREDICATE = "x_or_farcaster";
+
+export function estimateRoutes(deps: RouteDeps) {
+  const app = new Hono();
+
+  app.post("/estimate", async (c) => {
+    // body checks first, as for batch: the rate weight is the body's address count
+    const body = await readBodyLimited(c.req.raw, ONE_MB, "1 MB");
+    const entries = parseWalletList(body);
+    const { unique, invalid } = normalizeAddressList(entries);
+    if (invalid.length > 0 || unique.length < ESTIMATE_MIN_ADDRESSES) {
+      // authenticated at no cost, so the refusal carries the rate-limit headers
+      await meter(c, meterDeps(deps), { route: ESTIMATE_ROUTE, weight: 0, needsCredits: false });
+      if (invalid.length > 0) throw invalidAddress(invalid);
+      throw new ApiError(
+        400,
+        "LIST_TOO_SMALL",
+        `Too few addresses: ${unique.length} distinct sent, an estimate needs at least ${ESTIMATE_MIN_ADDRESSES}`,
+      );
+    }
+
+    const metered = await meter(c, meterDeps(deps), {
+      route: ESTIMATE_ROUTE,
+      weight: entries.length,
+      needsCredits: false,
+      listSize: unique.length,
+      wallets: entries.length,
+      lookup: unique,
+    });
+
+    const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+    let inIndex = 0;
+    for (const view of views.values()) if (view.found) inIndex++;
+    const neverChecked = unique.length - views.size;
+    // the predicate meter_call bills a batch by: a twitter or farcaster link in the index
+    const billable = new Set(
+      metered.identities.filter((r) => r.kind === "twitter" || r.kind === "farcaster").map((r) => r.address),
+    ).size;
+    const low = Math.min(billable, inIndex);
+    const rate = MATCH_RATES.overall_either_pct;
+    const high = low + Math.ceil((neverChecked * rate) / 100);
+
+    return c.json({
+      data: {
+        requested: unique.length,
+        in_index: inIndex,
+        previously_checked_empty: views.size - inIndex,
+        never_checked: neverChecked,
+        would_bill_estimate: {
+          low,
+          high,
+          note:
+            `low is exactly what a batch of this list would bill now; high adds the ${neverChecked} never-checked ` +
+            `wallets at the measured overall match rate of ${rate}% (measured ${MATCH_RATES.measured_on}), ` +
+            `the ceiling for an async job that resolves them live`,
+        },
+      },
+      meta: { generated_at: deps.now().toISOString(), billable_predicate: BILLABLE_PREDICATE },
+    });
+  });
+
+  return app;
+}
