@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { eachDatabase } from "../support/db.ts";
 import { createCustomer, fixtureSuite } from "../support/server.ts";
 import { W } from "../support/fixtures.ts";
-import { address, assertErrorBody, assertNoRateHeaders, debitedTotal, expectStatus, rateHeaders, rateWindowOf } from "../support/http.ts";
+import { address, assertErrorBody, assertNoRateHeaders, debitedTotal, expectStatus, rateHeaders, rateWindowOf, setRateWindow } from "../support/http.ts";
 import { MATCH_RATES } from "../../src/index/match-rates.ts";
 
 // 7 billable (twitter or farcaster, whatever the route), 2 found without a billable identity (ens-only, agent), 1 checked empty
@@ -114,6 +114,24 @@ eachDatabase("POST /estimate", (get) => {
     const tooLarge = await expectStatus(await estimate(huge), 413);
     assertErrorBody(tooLarge, "INVALID_REQUEST");
     assert.match(tooLarge.body.error, /too large/);
+  });
+
+  test("rate weight is every address sent: 12 sent with 50 of 60 units used is 429", async () => {
+    nextMinute();
+    const { db } = get();
+    const now = clock.now();
+    const minute = new Date(now.getTime() - (now.getTime() % 60_000)).toISOString();
+    await setRateWindow(db, suite.accountId, {
+      minuteStart: minute,
+      minuteUsed: 50,
+      dayStart: `${minute.slice(0, 10)}T00:00:00.000Z`,
+      dayUsed: 50,
+      monthStart: `${minute.slice(0, 7)}-01T00:00:00.000Z`,
+      monthUsed: 50,
+    });
+    const res = await expectStatus(await estimate({ wallets: [...INDEXED, W.full, W.full] }), 429);
+    assertErrorBody(res, "RATE_LIMITED");
+    await expectStatus(await estimate({ wallets: INDEXED }), 200, "ten fit exactly");
   });
 
   test("no key: 401", async () => {

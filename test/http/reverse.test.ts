@@ -15,6 +15,7 @@ import {
   importIndex,
   rateHeaders,
   rateWindowOf,
+  setRateWindow,
 } from "../support/http.ts";
 
 const CROWD = 250;
@@ -348,6 +349,23 @@ eachDatabase("GET /reverse", (get) => {
     assert.equal(page.body.data.length, 100);
     assert.equal(await debitedTotal(db, small.accountId), 100, "checked before, not reserved: the page finishes");
     assertErrorBody(await expectStatus(await reverse("twitter/crowd", { key: small.apiKey, cursor: page.body.meta.next_cursor }), 402), "NO_CREDITS");
+  });
+
+  test("rate weight 2: one unit left in the minute refuses a page with 429 and bills nothing", async () => {
+    nextMinute();
+    const { db } = get();
+    const developer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: clock.now() });
+    const now = clock.now();
+    const minute = new Date(now.getTime() - (now.getTime() % 60_000)).toISOString();
+    const day = `${minute.slice(0, 10)}T00:00:00.000Z`;
+    const month = `${minute.slice(0, 7)}-01T00:00:00.000Z`;
+    await setRateWindow(db, developer.accountId, { minuteStart: minute, minuteUsed: 59, dayStart: day, dayUsed: 59, monthStart: month, monthUsed: 59 });
+    const res = await expectStatus(await reverse("twitter/alice", { key: developer.apiKey }), 429);
+    assertErrorBody(res, "RATE_LIMITED");
+    assert.ok(Number(res.headers.get("retry-after")) >= 1);
+    assert.deepEqual(await debitsOf(db, developer.accountId), []);
+    // the last unit still serves a single lookup (weight 1)
+    await expectStatus(await suite.server.request(`/api/v1/wallet/${W.full}`, { key: developer.apiKey }), 200);
   });
 
   test("wrong method is 405", async () => {
