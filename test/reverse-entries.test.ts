@@ -20,6 +20,18 @@ async function entries(db: Db, kind: string, key: string) {
   return rows.map((r) => ({ wallet: r.wallet, rank: r.rank }));
 }
 
+/** reverse_counts must agree with a count of reverse_entries, key by key. */
+async function assertCountsAgree(db: Db): Promise<void> {
+  const kept = await db.query<{ kind: string; key: string; n: number }>(
+    "SELECT kind, key, n FROM reverse_counts WHERE n > 0 ORDER BY kind, key",
+  );
+  const counted = await db.query<{ kind: string; key: string; n: number }>(
+    "SELECT kind, key, count(*)::integer AS n FROM reverse_entries GROUP BY kind, key ORDER BY kind, key",
+  );
+  assert.ok(counted.length > 0);
+  assert.deepEqual([...kept], [...counted]);
+}
+
 for (const kind of ["pglite", "postgres"] as const) {
   test(`an index imported before the reverse migration is backfilled by it [${kind}]`, async () => {
     loadQueries();
@@ -33,6 +45,7 @@ for (const kind of ["pglite", "postgres"] as const) {
       await migrate(db, all);
       assert.deepEqual(await entries(db, "twitter", "alice"), [{ wallet: W.full, rank: -100 }]);
       assert.deepEqual(await entries(db, "farcaster", "mia"), [{ wallet: W.farcasterOnly, rank: -5 }]);
+      await assertCountsAgree(db);
     } finally {
       await db.close();
       await created?.drop();
@@ -56,6 +69,9 @@ eachDatabase("reverse_entries", (get) => {
     await db.query("DELETE FROM links WHERE wallet = $1 AND kind = 'twitter'", [W.full]);
     assert.deepEqual(await entries(db, "twitter", "alice"), []);
     assert.deepEqual(await entries(db, "farcaster", "alice"), [{ wallet: W.full, rank: -7 }]);
+    await assertCountsAgree(db);
+    const [alice] = await db.query<{ n: number }>("SELECT n FROM reverse_counts WHERE kind = 'twitter' AND key = 'alice'");
+    assert.equal(alice.n, 0);
   });
 
   test("a page is one index range scan of the primary key: the keyset position is an index bound, no sort", async () => {

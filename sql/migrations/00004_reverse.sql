@@ -104,7 +104,39 @@ CREATE TRIGGER farcaster_accounts_reverse_insert AFTER INSERT ON farcaster_accou
 CREATE TRIGGER farcaster_accounts_reverse_update AFTER UPDATE ON farcaster_accounts
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION reverse_entries_after_farcaster_accounts();
 
--- An index that existed before this migration gets its entries now.
+-- How many entries each (kind, key) has: meta.total_count of every page, read by key instead of
+-- counting the handle's whole index range each time. Kept by triggers on reverse_entries, in
+-- (kind, key) order so that two imports touching the same keys lock them in the same order.
+CREATE TABLE reverse_counts (
+  kind text NOT NULL,
+  key  text NOT NULL,
+  n    integer NOT NULL CHECK (n >= 0),
+  PRIMARY KEY (kind, key)
+);
+
+CREATE FUNCTION reverse_counts_after_entries()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO reverse_counts AS rc (kind, key, n)
+    SELECT e.kind, e.key, count(*) FROM new_rows e GROUP BY e.kind, e.key ORDER BY e.kind, e.key
+        ON CONFLICT (kind, key) DO UPDATE SET n = rc.n + excluded.n;
+  ELSE
+    UPDATE reverse_counts rc
+       SET n = rc.n - d.n
+      FROM (SELECT e.kind, e.key, count(*)::integer AS n FROM old_rows e GROUP BY e.kind, e.key) d
+     WHERE rc.kind = d.kind AND rc.key = d.key;
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER reverse_entries_count_insert AFTER INSERT ON reverse_entries
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION reverse_counts_after_entries();
+CREATE TRIGGER reverse_entries_count_delete AFTER DELETE ON reverse_entries
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION reverse_counts_after_entries();
+
+-- An index that existed before this migration gets its entries (and counts) now.
 INSERT INTO reverse_entries (kind, key, wallet, rank)
 SELECT * FROM reverse_entries_for(ARRAY(SELECT address FROM wallets));
 

@@ -3,8 +3,8 @@
 -- key hashed as $6, whether it belongs to an account (reverse farcaster refuses other keys
 -- before anything is metered). The page is one range scan of the primary key
 -- (kind, key, rank, wallet); $5 is the page size plus one, to tell whether more pages exist.
--- The total counts the same index range without visiting the table.
-SELECT (SELECT count(*) FROM reverse_entries c WHERE c.kind = $1 AND c.key = $2)::integer AS total_count,
+-- The total is read from reverse_counts, which triggers keep, rather than counted each page.
+SELECT coalesce((SELECT c.n FROM reverse_counts c WHERE c.kind = $1 AND c.key = $2), 0) AS total_count,
        (SELECT a.has_account
           FROM api_keys ak
           JOIN accounts a ON a.id = ak.account_id
