@@ -68,8 +68,8 @@ async function reachabilityRows(db: Db): Promise<Array<{ handle: string; reachab
 }
 
 async function taskRow(db: Db, task: string) {
-  const [row] = await db.query<{ holder: string | null; last_success_at: Date | null }>(
-    "SELECT holder, last_success_at FROM maintenance_runs WHERE task = $1",
+  const [row] = await db.query<{ holder: string | null; last_success_at: Date | null; last_result: unknown }>(
+    "SELECT holder, last_success_at, last_result FROM maintenance_runs WHERE task = $1",
     [task],
   );
   return row;
@@ -123,6 +123,7 @@ eachDatabase("reachability re-check", (get) => {
     const row = await taskRow(db, "reachability");
     assert.equal(row.holder, null, "the lease is released");
     assert.equal(row.last_success_at?.toISOString(), at);
+    assert.deepEqual(row.last_result, report, "the run's report is kept with the task");
   });
 
   test("a wallet whose handle stops reaching anyone shows the working attested handle on the next lookup", async () => {
