@@ -1,4 +1,5 @@
-// The operator CLI (CONTRACT "Operator interface"): accounts, keys, credits and index imports.
+// The operator CLI (CONTRACT "Operator interface"): accounts, keys, credits, index imports and
+// the daily maintenance tasks.
 // Prints JSON on stdout; on bad input prints one line on stderr and exits non-zero.
 import { realpathSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -7,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
-import { readConfig } from "../src/config.ts";
+import { readConfig, type Config } from "../src/config.ts";
 import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
 import { openDatabase } from "../src/db/open.ts";
 import { sql } from "../src/db/queries.ts";
@@ -15,6 +16,8 @@ import type { Db } from "../src/db/types.ts";
 import { importObservations, InvalidLineError } from "../src/index/import.ts";
 import { createAccount, grantCredits, PACK_NAMES, type PackName } from "../src/ledger/accounts.ts";
 import { createApiKey, MAX_ACTIVE_KEYS } from "../src/ledger/keys.ts";
+import { TASK_NAMES } from "../src/maintenance/lease.ts";
+import { maintenanceDeps, runTasks } from "../src/maintenance/run.ts";
 
 const USAGE = `Usage: npm run admin -- <command>
   account create [--email E]
@@ -214,13 +217,27 @@ async function run(
   }
 }
 
+/**
+ * Runs the daily tasks once, now, whatever the schedule says (for a container's cron), under the
+ * same leases as the server's scheduler: a task another instance is running is reported skipped.
+ * Prints what each task did; a failed task also gets one line on stderr and exit 1.
+ */
+async function maintain(db: Db, config: Config, task: Extract<Command, { name: "maintain" }>["task"]): Promise<number> {
+  const deps = maintenanceDeps(config, { db, now: () => new Date(), log: () => {} });
+  const reports = await runTasks(deps, task === "all" ? TASK_NAMES : [task]);
+  console.log(JSON.stringify(Object.fromEntries(reports.map(({ task: name, ...rest }) => [name, rest])), null, 2));
+  const failed = reports.find((r) => r.status === "failed");
+  if (!failed) return 0;
+  console.error(`Cannot run maintain: ${failed.task} failed: ${"reason" in failed ? failed.reason : "unknown reason"}`);
+  return 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h") {
     console.log(USAGE);
     return 0;
   }
   const command = parseCommand(argv);
-  if (command.name === "maintain") throw new UsageError(`Cannot run maintain ${command.task}: not available yet`);
   const input = command.name === "import" ? await openInput(command.file) : undefined;
 
   let config;
@@ -236,6 +253,7 @@ async function main(argv: string[]): Promise<number> {
       config.databaseUrl ? { databaseUrl: config.databaseUrl, max: 1 } : { dataDir: join(config.dataDir, "pgdata") },
     );
     try {
+      if (command.name === "maintain") return await maintain(db, config, command.task);
       console.log(JSON.stringify(await run(db, command, input), null, 2));
       return 0;
     } finally {

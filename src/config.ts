@@ -23,6 +23,8 @@ const EnvSchema = v.object({
   X402_FACILITATOR_URL: v.optional(Url),
   CURSOR_SECRET: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
+  REACHABILITY_DAILY_LIMIT: v.optional(Int(0, 10_000_000), "10000"),
+  MAINTENANCE_AT: v.optional(v.pipe(v.string(), v.regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, "must be HH:MM (UTC) or off")), "03:00"),
 });
 
 export interface Config {
@@ -44,6 +46,12 @@ export interface Config {
     xBearerToken?: string;
     x402FacilitatorUrl?: string;
     x402PayTo?: string;
+  };
+  maintenance: {
+    /** daily UTC time of the maintenance tasks; undefined when MAINTENANCE_AT=off (run them by `admin maintain`) */
+    at?: { hour: number; minute: number };
+    /** twitter handles re-checked against the X API per UTC day */
+    reachabilityDailyLimit: number;
   };
 }
 
@@ -74,6 +82,10 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       xBearerToken: e.X_BEARER_TOKEN,
       x402FacilitatorUrl: e.X402_FACILITATOR_URL,
       x402PayTo: e.X402_PAY_TO,
+    },
+    maintenance: {
+      at: e.MAINTENANCE_AT === "off" ? undefined : { hour: Number(e.MAINTENANCE_AT.slice(0, 2)), minute: Number(e.MAINTENANCE_AT.slice(3)) },
+      reachabilityDailyLimit: e.REACHABILITY_DAILY_LIMIT,
     },
   };
 }

@@ -6,6 +6,8 @@ import { createApp } from "./app.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
+import { maintenanceDeps, type MaintenanceDeps } from "./maintenance/run.ts";
+import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/schedule.ts";
 
 type Stop = () => Promise<void>;
 
@@ -23,6 +25,38 @@ async function serve(fetch: (req: Request) => Promise<Response>, config: Config)
   const server = nodeServe({ fetch, port: config.port, hostname: config.host });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   return () => new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * The daily maintenance (reachability re-check, stats): Deno.cron under Deno (with
+ * --unstable-cron), a timer under Node and Bun; both tick hourly at MAINTENANCE_AT's minute and
+ * run what is due (src/maintenance/schedule.ts), and run once right after start. Returns stop.
+ */
+function scheduleMaintenance(deps: MaintenanceDeps, at: DailyAt, stopSignal: AbortController): () => Promise<void> {
+  let running: Promise<unknown> = Promise.resolve();
+  const tick = () => {
+    running = running.then(() => runDueTasks(deps, at)).catch((err: Error) => deps.log(`Maintenance: ${err.message}`));
+    return running;
+  };
+  const g = globalThis as { Deno?: { cron?: (...args: unknown[]) => unknown } };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (typeof g.Deno?.cron === "function") {
+    g.Deno.cron("walletid-maintenance", tickCron(at), { signal: stopSignal.signal }, async () => void (await tick()));
+    void tick();
+  } else {
+    const loop = async () => {
+      await tick();
+      if (stopSignal.signal.aborted) return;
+      timer = setTimeout(loop, nextTick(new Date(), at).getTime() - Date.now());
+      (timer as { unref?: () => void }).unref?.();
+    };
+    void loop();
+  }
+  return async () => {
+    stopSignal.abort();
+    if (timer) clearTimeout(timer);
+    await running;
+  };
 }
 
 async function main(): Promise<void> {
@@ -46,6 +80,11 @@ async function main(): Promise<void> {
   }
 
   const app = createApp({ db, config, now, log });
+  const maintenanceStop = new AbortController();
+  const stopMaintenance = config.maintenance.at
+    ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
+    : async () => {};
+  if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
   const stop = await serve(app.fetch, config);
   console.log(`walletid listening on ${config.publicUrl} (${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})`);
 
@@ -54,6 +93,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     await stop().catch(() => {});
+    await stopMaintenance();
     await app.close();
     await db.close();
     release();

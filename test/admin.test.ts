@@ -12,6 +12,8 @@ import type { Db } from "../src/db/types.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
 import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
 import { parseCommand, UsageError } from "../scripts/admin.ts";
+import { importObservations } from "../src/index/import.ts";
+import { FAKE_X_TOKEN, startFakeX } from "./support/fake-x.ts";
 
 const REPO = new URL("..", import.meta.url).pathname;
 
@@ -185,7 +187,6 @@ describe("admin CLI [postgres]", () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
       [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import or maintain'],
-      [["maintain"], 2, "Cannot run maintain all: not available yet"],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],
@@ -201,6 +202,53 @@ describe("admin CLI [postgres]", () => {
     const now = new Date();
     for (let active = 1; active < 10; active++) assert.equal((await createApiKey(db, { accountId, now })).ok, true);
     refused(await admin(["key", "create", "--account", accountId], env), 1, `Cannot create key: account ${accountId} already has 10 active keys`);
+  });
+  test("maintain runs the daily tasks once and prints what each did", async () => {
+    await importObservations(
+      db,
+      [JSON.stringify({ wallet: "0x00000000000000000000000000000000000b0b00", kind: "twitter", route: "x-signin", handle: "bob_gone" })],
+      { now: new Date() },
+    );
+    const off = json(await admin(["maintain"], env));
+    assert.deepEqual(Object.keys(off), ["reachability", "stats"]);
+    assert.deepEqual(off.reachability, { status: "off", reason: "X_API_URL and X_BEARER_TOKEN are not set" });
+    const stats = off.stats as Record<string, unknown>;
+    assert.equal(stats.status, "done");
+    assert.equal(stats.total_wallets, 2);
+    const [stored] = await db.query<{ as_of: Date }>("SELECT as_of FROM stats_snapshots ORDER BY as_of DESC LIMIT 1");
+    assert.equal(stored.as_of.toISOString(), stats.as_of);
+
+    const x = await startFakeX();
+    try {
+      x.suspend("bob_gone");
+      x.live("alice");
+      const withX = { ...env, X_API_URL: x.url, X_BEARER_TOKEN: FAKE_X_TOKEN };
+      const ran = json(await admin(["maintain", "reachability"], withX));
+      assert.deepEqual(Object.keys(ran), ["reachability"]);
+      const report = ran.reachability as Record<string, unknown>;
+      assert.deepEqual(
+        { status: report.status, checked: report.checked, live: report.live, suspended: report.suspended },
+        { status: "done", checked: 2, live: 1, suspended: 1 },
+        JSON.stringify(report),
+      );
+      const rows = await db.query("SELECT handle, reachability FROM twitter_reachability ORDER BY handle");
+      assert.deepEqual(rows, [{ handle: "alice", reachability: "live" }, { handle: "bob_gone", reachability: "suspended" }]);
+
+      // a failed task: what happened on stdout, one line on stderr, exit 1 (a handle not checked today)
+      await importObservations(
+        db,
+        [JSON.stringify({ wallet: "0x00000000000000000000000000000000000ca201", kind: "twitter", route: "x-signin", handle: "carol_new" })],
+        { now: new Date() },
+      );
+      const failed = await admin(["maintain", "all"], { ...withX, X_BEARER_TOKEN: "wrong" });
+      assert.equal(failed.code, 1, failed.stderr);
+      assert.equal(failed.stderr, "Cannot run maintain: reachability failed: X API answered 401\n");
+      const printed = JSON.parse(failed.stdout);
+      assert.equal(printed.reachability.status, "failed");
+      assert.equal(printed.stats.status, "done", "stats still run");
+    } finally {
+      await x.close();
+    }
   });
 });
 
@@ -247,11 +295,13 @@ describe("admin CLI [embedded]", () => {
 
   test("refuses a data directory held by a running process", async () => {
     writeFileSync(lock, `${process.pid}\n`);
-    refused(
-      await admin(["account", "create"], env),
-      1,
-      `The embedded database in ${dataDir} is in use by a running walletid server (pid ${process.pid}): stop it, or set DATABASE_URL to use PostgreSQL`,
-    );
+    for (const args of [["account", "create"], ["maintain", "stats"]]) {
+      refused(
+        await admin(args, env),
+        1,
+        `The embedded database in ${dataDir} is in use by a running walletid server (pid ${process.pid}): stop it, or set DATABASE_URL to use PostgreSQL`,
+      );
+    }
     assert.equal(readFileSync(lock, "utf8"), `${process.pid}\n`, "someone else's lock is left alone");
   });
 });

@@ -19,8 +19,8 @@ export const QUERY_NAMES = [
   "credit_grants_insert",
   "account_credits_select",
   "rate_windows_select",
-  "stats_snapshots_select_day",
-  "stats_snapshots_insert_counts",
+  "stats_snapshots_select_latest",
+  "stats_snapshots_upsert_counts",
   "wallets_upsert_many",
   "links_upsert_many",
   "farcaster_accounts_upsert_many",
@@ -29,6 +29,13 @@ export const QUERY_NAMES = [
   "wallets_count",
   "server_secrets_ensure",
   "reverse_entries_select_page",
+  "maintenance_runs_acquire",
+  "maintenance_runs_renew",
+  "maintenance_runs_release",
+  "maintenance_runs_select",
+  "twitter_handles_select_due",
+  "reachability_check_days_add",
+  "reachability_check_days_select",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -1,6 +1,7 @@
 // GET /stats and GET /usage: free on both meters, need a valid key but no balance.
 import { Hono } from "hono";
 import { sql } from "../db/queries.ts";
+import { latestStats, materializeStats, type StatsSnapshot } from "../maintenance/stats.ts";
 import { readCredits } from "../ledger/accounts.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
 import { ApiError } from "../http/errors.ts";
@@ -12,28 +13,12 @@ export const USAGE_ROUTE = "/v1/usage";
 
 const PERIOD_DAYS = { day: 1, week: 7, month: 30 } as const;
 
-type Counts = {
-  total_wallets: number;
-  wallets_checked: number;
-  twitter: number;
-  farcaster: number;
-  ens: number;
-  lens: number;
-  github: number;
-  avg_followers: number;
-  max_followers: number;
-};
-
-/** Today's materialized counts; the first reader of a UTC day takes them. */
-async function dailyCounts(deps: RouteDeps): Promise<{ counts: Counts; asOf: Date }> {
-  const now = deps.now();
-  const day = now.toISOString().slice(0, 10);
-  let [row] = await deps.db.query<{ counts: Counts; as_of: Date }>(sql("stats_snapshots_select_day"), [day]);
-  if (!row) {
-    await deps.db.query(sql("stats_snapshots_insert_counts"), [day, now]);
-    [row] = await deps.db.query<{ counts: Counts; as_of: Date }>(sql("stats_snapshots_select_day"), [day]);
-  }
-  return { counts: row.counts, asOf: row.as_of };
+/**
+ * The stored counts; the stats task moves them. Only a database that never had them (the
+ * first request after the very first start) has them taken here, once.
+ */
+async function storedStats(deps: RouteDeps): Promise<StatsSnapshot> {
+  return (await latestStats(deps.db)) ?? (await materializeStats(deps.db, { now: deps.now() }));
 }
 
 function windowJson(m: Metered, name: "minute" | "day" | "month") {
@@ -51,7 +36,7 @@ export function accountRoutes(deps: RouteDeps) {
 
   app.get("/stats", async (c) => {
     await meter(c, meterDeps(deps), { route: STATS_ROUTE, weight: 0, needsCredits: false });
-    const { counts, asOf } = await dailyCounts(deps);
+    const { counts, asOf } = await storedStats(deps);
     return c.json({
       data: {
         total_wallets: counts.total_wallets,

@@ -1,9 +1,10 @@
-// GET /stats through a real listening server: the stats resource, counts materialized once a
-// UTC day (a later import shows the next day), and free on both meters at zero balance.
+// GET /stats through a real listening server: the stats resource, read from the counts the stats
+// task materialized (a later import shows only after the next run), free on both meters.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { eachDatabase } from "../support/db.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
+import { runTask, maintenanceDeps } from "../../src/maintenance/run.ts";
 import { address, debitsOf, expectStatus, importIndex, rateWindowOf, usageEventsOf } from "../support/http.ts";
 
 const DAY1 = "2026-11-20T09:15:00Z";
@@ -118,7 +119,7 @@ eachDatabase("GET /stats", (get) => {
     assert.deepEqual(res.body.meta, { generated_at: "2026-11-20T09:15:00.000Z", as_of: "2026-11-20T09:15:00.000Z" });
   });
 
-  test("an import later the same UTC day leaves the counts unchanged; the next day shows it", async () => {
+  test("an import leaves /stats unchanged, across days, until the next materialization", async () => {
     server.clock.set("2026-11-20T14:00:00Z");
     const counted = await importIndex(get().db, SECOND_IMPORT, server.clock.now());
     assert.equal(counted.wallets_added, 2);
@@ -127,21 +128,28 @@ eachDatabase("GET /stats", (get) => {
     assert.deepEqual(counts(sameDay.body.data), FIRST_COUNTS, sameDay.text);
     assert.deepEqual(sameDay.body.meta, { generated_at: "2026-11-20T14:00:00.000Z", as_of: "2026-11-20T09:15:00.000Z" });
 
-    server.clock.set("2026-11-20T23:59:59Z");
-    const lateSameDay = await expectStatus(await server.request("/api/v1/stats", { key }), 200);
-    assert.deepEqual(counts(lateSameDay.body.data), FIRST_COUNTS, lateSameDay.text);
-    assert.equal(lateSameDay.body.meta.as_of, "2026-11-20T09:15:00.000Z");
-
+    // a new UTC day changes nothing by itself: /stats never counts the index
     server.clock.set("2026-11-21T00:00:02Z");
     const nextDay = await expectStatus(await server.request("/api/v1/stats", { key }), 200);
-    assert.deepEqual(counts(nextDay.body.data), SECOND_COUNTS, nextDay.text);
-    assert.deepEqual(nextDay.body.meta, { generated_at: "2026-11-21T00:00:02.000Z", as_of: "2026-11-21T00:00:02.000Z" });
-    assert.deepEqual(nextDay.body.data.match_rates, sameDay.body.data.match_rates, "match rates are a dated constant");
+    assert.deepEqual(counts(nextDay.body.data), FIRST_COUNTS, nextDay.text);
+    assert.deepEqual(nextDay.body.meta, { generated_at: "2026-11-21T00:00:02.000Z", as_of: "2026-11-20T09:15:00.000Z" });
+
+    // the stats task materializes the counts
+    server.clock.set("2026-11-21T03:00:00Z");
+    const logs: string[] = [];
+    const report = await runTask(maintenanceDeps(server.config, { db: get().db, now: server.clock.now, log: (l) => logs.push(l) }), "stats");
+    assert.deepEqual(report, { task: "stats", status: "done", as_of: "2026-11-21T03:00:00.000Z", total_wallets: 6, wallets_checked: 8 });
+
+    server.clock.set("2026-11-21T03:00:05Z");
+    const after = await expectStatus(await server.request("/api/v1/stats", { key }), 200);
+    assert.deepEqual(counts(after.body.data), SECOND_COUNTS, after.text);
+    assert.deepEqual(after.body.meta, { generated_at: "2026-11-21T03:00:05.000Z", as_of: "2026-11-21T03:00:00.000Z" });
+    assert.deepEqual(after.body.data.match_rates, sameDay.body.data.match_rates, "match rates are a dated constant");
 
     server.clock.set("2026-11-21T18:30:00Z");
     const again = await expectStatus(await server.request("/api/v1/stats", { key }), 200);
     assert.deepEqual(counts(again.body.data), SECOND_COUNTS, again.text);
-    assert.equal(again.body.meta.as_of, "2026-11-21T00:00:02.000Z");
+    assert.equal(again.body.meta.as_of, "2026-11-21T03:00:00.000Z");
   });
 
   test("free on both meters and answers at zero balance", async () => {

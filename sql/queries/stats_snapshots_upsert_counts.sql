@@ -1,7 +1,8 @@
--- name: stats_snapshots_insert_counts
--- Counts the index once for day $1; the first writer of the day wins, so every reader of a
--- day sees the same numbers.
-INSERT INTO stats_snapshots (day, counts, as_of)
+-- name: stats_snapshots_upsert_counts
+-- Counts the index for the stats resource and stores them as the row of day $1, taken at $2.
+-- A second run the same day replaces that day's row: the operator asked for fresh counts.
+-- Returns the stored row, so the task can report what it materialized.
+INSERT INTO stats_snapshots AS s (day, counts, as_of)
 SELECT $1::date, jsonb_build_object(
          'total_wallets', (SELECT count(DISTINCT wallet) FROM links),
          'wallets_checked', (SELECT count(*) FROM wallets),
@@ -14,5 +15,6 @@ SELECT $1::date, jsonb_build_object(
                             WHERE EXISTS (SELECT 1 FROM links l WHERE l.kind = 'farcaster' AND l.fid = fa.fid)),
          'max_followers', (SELECT coalesce(max(fa.followers), 0) FROM farcaster_accounts fa
                             WHERE EXISTS (SELECT 1 FROM links l WHERE l.kind = 'farcaster' AND l.fid = fa.fid))),
-       $2
-    ON CONFLICT (day) DO NOTHING
+       $2::timestamptz
+    ON CONFLICT (day) DO UPDATE SET counts = excluded.counts, as_of = excluded.as_of
+RETURNING counts, as_of
