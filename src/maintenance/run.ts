@@ -1,5 +1,5 @@
 // Runs the maintenance tasks under their leases and reports what each did. No runtime APIs:
-// src/main.ts decides when (Deno.cron or a timer), `admin maintain` runs them on demand.
+// src/main.ts decides when (Deno's cron or a timer), `admin maintain` runs them on demand.
 import type { Db } from "../db/types.ts";
 import type { Config } from "../config.ts";
 import { acquireLease, taskStates, TASK_NAMES, type TaskName } from "./lease.ts";

@@ -27,7 +27,7 @@ export function nextTick(now: Date, at: DailyAt): Date {
   return tick;
 }
 
-/** The tick as a cron expression (for Deno.cron), hourly at the slot's minute. */
+/** The tick as a cron expression (for Deno's cron), hourly at the slot's minute. */
 export function tickCron(at: DailyAt): string {
   return `${at.minute} * * * *`;
 }
