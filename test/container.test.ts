@@ -6,12 +6,12 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { createPostgresDatabase } from "./support/db.ts";
+import { freePort } from "./support/ports.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const run = promisify(execFile);
@@ -76,13 +76,6 @@ function contextFiles(root: string, ignored: (path: string) => boolean, dir = ro
   return out;
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((done) => probe.listen(0, "127.0.0.1", done));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((done) => probe.close(() => done()));
-  return port;
-}
 
 function envOf(stage: Instruction[]): Record<string, string> {
   const env: Record<string, string> = {};

@@ -4,7 +4,6 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createApp } from "../src/app.ts";
@@ -12,6 +11,7 @@ import { readConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/open.ts";
 import type { Db } from "../src/db/types.ts";
 import { createPostgresDatabase } from "./support/db.ts";
+import { freePort } from "./support/ports.ts";
 import { W, loadFixtures } from "./support/fixtures.ts";
 import { assertErrorBody, batchInit, debitsOf, expectStatus, rateHeaders } from "./support/http.ts";
 import { createCustomer } from "./support/server.ts";
@@ -27,13 +27,6 @@ const RUNTIMES = [
   { name: "Bun", command: join(BIN, "bun"), args: ["run", "start:bun"] },
 ];
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 interface Running {
   url: string;

@@ -63,7 +63,7 @@ body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2330;background:#fff}
 header{background:#1d2330;color:#fff;padding:20px 32px}header h1{margin:0 0 4px}
 main{display:flex}nav{min-width:280px;padding:16px 24px;border-right:1px solid #e3e6ec}
 nav ul{list-style:none;padding:0;margin:0 0 12px}nav li{margin:4px 0;white-space:nowrap}nav a{color:#1d2330;text-decoration:none}
-article{padding:16px 32px;max-width:1000px}section.op{border-bottom:1px solid #e3e6ec;padding:8px 0 16px}
+article{padding:16px 32px;max-width:1000px;flex:1;min-width:0}header code{color:#1d2330}section.op{border-bottom:1px solid #e3e6ec;padding:8px 0 16px}
 .method{display:inline-block;min-width:48px;text-align:center;border-radius:4px;color:#fff;font-size:13px;padding:2px 6px}
 .get{background:#2f7d32}.post{background:#1f5fbf}code{background:#f3f4f7;padding:1px 4px;border-radius:3px}
 pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;max-height:320px}
