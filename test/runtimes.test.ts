@@ -83,7 +83,7 @@ test("the deno and bun binaries come from node_modules", () => {
 });
 
 // The reference: the same app in this process, on its own database, with the same fixtures.
-let reference: { lookup: unknown; batch: unknown };
+let reference: { lookup: any; batch: any };
 
 before(async () => {
   const created = await createPostgresDatabase();
