@@ -1,9 +1,11 @@
 # walletid on PostgreSQL: docker build -t walletid . && docker run -e DATABASE_URL=postgres://... -p 8787:8787 walletid
+# Stage 1 installs the runtime dependencies only (tsx is one: the server runs its TypeScript as is).
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
+# Stage 2 is the image: node_modules from stage 1 and the sources, run as the unprivileged `node` user.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production PORT=8787 HOST=0.0.0.0
 WORKDIR /app
@@ -14,6 +16,7 @@ COPY sql ./sql
 COPY scripts ./scripts
 USER node
 EXPOSE 8787
+# /healthz runs a statement on the database: 200 when it answers, 503 when it does not
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 CMD ["node", "--import", "tsx", "src/main.ts"]

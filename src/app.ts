@@ -12,6 +12,8 @@ import { estimateRoutes } from "./routes/estimate.ts";
 import { reverseRoutes } from "./routes/reverse.ts";
 import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
+import { publicRoutes } from "./routes/public.ts";
+import { OPERATIONS } from "./openapi/operations.ts";
 import type { RouteDeps } from "./routes/deps.ts";
 
 export interface AppDeps {
@@ -26,17 +28,21 @@ export interface App {
   fetch: (req: Request) => Promise<Response>;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
+  /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
+  routes: Array<{ method: string; path: string }>;
 }
 
 // Known paths and their methods, so a wrong method answers 405 rather than 404.
-const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
+export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/wallet\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/batch$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/estimate$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/reverse\/(twitter|farcaster)\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/openapi\.json$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
+  { pattern: /^\/docs$/, methods: ["GET"] },
 ];
 
 const CORS_HEADERS = {
@@ -79,10 +85,7 @@ export function createApp(deps: AppDeps): App {
 
   app.use(requestIdAndCors());
 
-  app.get("/healthz", async (c) => {
-    await deps.db.query("SELECT 1");
-    return c.json({ status: "ok" });
-  });
+  app.route("/", publicRoutes(routeDeps, OPERATIONS));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
@@ -109,5 +112,6 @@ export function createApp(deps: AppDeps): App {
   return {
     fetch: async (req: Request) => await app.fetch(req),
     close: () => usage.flush(),
+    routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };
 }

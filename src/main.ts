@@ -11,20 +11,20 @@ import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/sch
 
 type Stop = () => Promise<void>;
 
-async function serve(fetch: (req: Request) => Promise<Response>, config: Config): Promise<Stop> {
+async function serve(fetch: (req: Request) => Promise<Response>, config: Config): Promise<{ stop: Stop; runtime: string }> {
   const g = globalThis as { Deno?: any; Bun?: any };
   if (g.Deno) {
     const server = g.Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, fetch);
-    return () => server.shutdown();
+    return { stop: () => server.shutdown(), runtime: `Deno ${g.Deno.version.deno}` };
   }
   if (g.Bun) {
     const server = g.Bun.serve({ port: config.port, hostname: config.host, fetch });
-    return async () => server.stop();
+    return { stop: async () => server.stop(), runtime: `Bun ${g.Bun.version}` };
   }
   const { serve: nodeServe } = await import("@hono/node-server");
   const server = nodeServe({ fetch, port: config.port, hostname: config.host });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  return () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return { stop: () => new Promise<void>((resolve) => server.close(() => resolve())), runtime: `Node.js ${process.versions.node}` };
 }
 
 /**
@@ -85,8 +85,8 @@ async function main(): Promise<void> {
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
     : async () => {};
   if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
-  const stop = await serve(app.fetch, config);
-  console.log(`walletid listening on ${config.publicUrl} (${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})`);
+  const { stop, runtime } = await serve(app.fetch, config);
+  console.log(`walletid listening on ${config.publicUrl} (${runtime}, ${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})`);
 
   let stopping = false;
   const shutdown = async () => {

@@ -1,5 +1,7 @@
 // Reads a request body up to a byte limit, counting bytes actually read (never Content-Length).
+import * as v from "valibot";
 import { ApiError } from "./errors.ts";
+import { WalletListBody } from "./schemas.ts";
 
 export const ONE_MB = 1024 * 1024;
 
@@ -34,7 +36,11 @@ export async function readBodyLimited(req: Request, maxBytes: number, limitLabel
   return body;
 }
 
-/** Parses `{wallets: [...]}`; INVALID_REQUEST when the body is not JSON or wallets is missing, not an array or empty. */
+/**
+ * Parses `{wallets: [...]}` against WalletListBody; INVALID_REQUEST when the body is not JSON or
+ * wallets is missing, not an array or empty. Malformed entries pass through: INVALID_ADDRESS is
+ * decided after authentication, so that 400 carries the rate-limit headers.
+ */
 export function parseWalletList(body: Uint8Array): unknown[] {
   let parsed: unknown;
   try {
@@ -42,11 +48,12 @@ export function parseWalletList(body: Uint8Array): unknown[] {
   } catch {
     throw new ApiError(400, "INVALID_REQUEST", "Request body is not valid JSON");
   }
-  const wallets = (parsed as { wallets?: unknown } | null)?.wallets;
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed) || wallets === undefined) {
-    throw new ApiError(400, "INVALID_REQUEST", "Request body must be a JSON object with a wallets array");
-  }
-  if (!Array.isArray(wallets)) throw new ApiError(400, "INVALID_REQUEST", "wallets must be an array of addresses");
-  if (wallets.length === 0) throw new ApiError(400, "INVALID_REQUEST", "wallets must not be empty");
-  return wallets;
+  const result = v.safeParse(WalletListBody, parsed);
+  if (result.success) return result.output.wallets;
+  const shapeIssue = result.issues.find((issue) => (issue.path?.length ?? 0) < 2);
+  if (!shapeIssue) return (parsed as { wallets: unknown[] }).wallets;
+  if (!shapeIssue.path) throw new ApiError(400, "INVALID_REQUEST", "Request body must be a JSON object with a wallets array");
+  if (shapeIssue.input === undefined) throw new ApiError(400, "INVALID_REQUEST", "Request body must be a JSON object with a wallets array");
+  if (shapeIssue.type === "array") throw new ApiError(400, "INVALID_REQUEST", "wallets must be an array of addresses");
+  throw new ApiError(400, "INVALID_REQUEST", "wallets must not be empty");
 }

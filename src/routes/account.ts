@@ -1,15 +1,46 @@
 // GET /stats and GET /usage: free on both meters, need a valid key but no balance.
 import { Hono } from "hono";
+import * as v from "valibot";
 import { sql } from "../db/queries.ts";
 import { latestStats, materializeStats, type StatsSnapshot } from "../maintenance/stats.ts";
 import { readCredits } from "../ledger/accounts.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
 import { ApiError } from "../http/errors.ts";
 import { meter, type Metered } from "../http/meter.ts";
+import { StatsResponse, UsageQuery, UsageResponse } from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const STATS_ROUTE = "/v1/stats";
 export const USAGE_ROUTE = "/v1/usage";
+
+export const accountOpenapi: Operation[] = [
+  {
+    method: "get",
+    path: "/stats",
+    operationId: "indexStats",
+    tag: "Account",
+    summary: "Index statistics",
+    description:
+      "Counts of the index, taken once per UTC day (two calls within a day return the same counts), and the dated match-rate measurement (`match_rates`, a constant, not a live count). Needs a valid key but no balance; free on both meters.",
+    auth: true,
+    success: { status: 200, description: "The stats resource", schema: StatsResponse },
+    errors: [],
+  },
+  {
+    method: "get",
+    path: "/usage",
+    operationId: "accountUsage",
+    tag: "Account",
+    summary: "Your own usage, limits and credits",
+    description:
+      "The calling key, the plan's limits, the three rate windows, the match-credit balance and usage over a rolling period. Free on both meters; works at zero balance.",
+    auth: true,
+    query: UsageQuery,
+    success: { status: 200, description: "The usage resource", schema: UsageResponse },
+    errors: [{ status: 400, codes: ["INVALID_PARAMETER"] }],
+  },
+];
 
 const PERIOD_DAYS = { day: 1, week: 7, month: 30 } as const;
 
@@ -56,14 +87,14 @@ export function accountRoutes(deps: RouteDeps) {
   });
 
   app.get("/usage", async (c) => {
-    const period = c.req.query("period") ?? "month";
+    const query = v.safeParse(UsageQuery, { period: c.req.query("period") });
     const m = await meter(c, meterDeps(deps), { route: USAGE_ROUTE, weight: 0, needsCredits: false });
-    // own keys only: `in` would accept inherited names such as toString
-    if (!Object.hasOwn(PERIOD_DAYS, period)) {
+    if (!query.success) {
       throw new ApiError(400, "INVALID_PARAMETER", "Invalid period: use day, week or month");
     }
+    const { period } = query.output;
     const now = deps.now();
-    const since = new Date(now.getTime() - PERIOD_DAYS[period as keyof typeof PERIOD_DAYS] * 86_400_000);
+    const since = new Date(now.getTime() - PERIOD_DAYS[period] * 86_400_000);
     await deps.usage.flush();
     const [[key], credits, [summary], byRoute, byDay] = await Promise.all([
       deps.db.query<{ id: string; name: string | null; prefix: string; created_at: Date; last_used_at: Date | null }>(

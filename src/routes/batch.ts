@@ -1,6 +1,7 @@
 // POST /batch: up to the plan's max_batch_size addresses; body checks run before authentication
 // because the rate weight is the body's address count.
 import { Hono } from "hono";
+import * as v from "valibot";
 import { buildViews } from "../index/records.ts";
 import { normalizeAddressList } from "../index/address.ts";
 import { sha256Hex } from "../ledger/keys.ts";
@@ -9,10 +10,33 @@ import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
 import { meter } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
+import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const BATCH_ROUTE = "/v1/batch";
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export const batchOpenapi: Operation[] = [
+  {
+    method: "post",
+    path: "/batch",
+    operationId: "lookupBatch",
+    tag: "Lookups",
+    summary: "Look up a list of wallets",
+    description:
+      "Up to the plan's `max_batch_size` addresses (body at most 1 MB, measured on bytes read). Duplicates are removed; `data` has one entry per unique address in submission order, a batch row or null; index results by `wallet`. Body size and shape are checked before authentication (no rate-limit headers on those rejections). Cost: 1 match credit per unique address that resolves to twitter or farcaster (`meta.matched`); rate weight 1 per address submitted, before deduplication.",
+    auth: true,
+    headers: { "Idempotency-Key": IdempotencyKey },
+    body: WalletListBody,
+    success: { status: 200, description: "One entry per unique address", schema: BatchResponse, headers: ["Idempotent-Replayed"] },
+    errors: [
+      { status: 400, codes: ["INVALID_REQUEST", "INVALID_ADDRESS", "BATCH_SIZE_EXCEEDED"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+      { status: 409, codes: ["IDEMPOTENCY_KEY_REUSED"] },
+      { status: 413, codes: ["INVALID_REQUEST"] },
+    ],
+  },
+];
 
 export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
@@ -21,7 +45,7 @@ export function batchRoutes(deps: RouteDeps) {
     const body = await readBodyLimited(c.req.raw, ONE_MB, "1 MB");
     const entries = parseWalletList(body);
     const idempotencyKey = c.req.header("Idempotency-Key");
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 

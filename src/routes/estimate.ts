@@ -7,11 +7,32 @@ import { MATCH_RATES } from "../index/match-rates.ts";
 import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
 import { meter } from "../http/meter.ts";
+import { EstimateResponse, WalletListBody } from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const ESTIMATE_ROUTE = "/v1/estimate";
 export const ESTIMATE_MIN_ADDRESSES = 10;
 export const BILLABLE_PREDICATE = "x_or_farcaster";
+
+export const estimateOpenapi: Operation[] = [
+  {
+    method: "post",
+    path: "/estimate",
+    operationId: "estimateList",
+    tag: "Lookups",
+    summary: "Estimate what a list would bill",
+    description:
+      "A dry run over 10 to the plan's `max_batch_size` distinct addresses (body at most 1 MB): counts and a billing band, never identities. `low` is exactly what a batch of the list would bill now; `high` adds the never-checked wallets at the measured overall match rate, the ceiling for an async job. Free at any balance; rate weight 1 per address sent.",
+    auth: true,
+    body: WalletListBody,
+    success: { status: 200, description: "Counts and the billing band", schema: EstimateResponse },
+    errors: [
+      { status: 400, codes: ["INVALID_REQUEST", "INVALID_ADDRESS", "LIST_TOO_SMALL", "BATCH_SIZE_EXCEEDED"] },
+      { status: 413, codes: ["INVALID_REQUEST"] },
+    ],
+  },
+];
 
 export function estimateRoutes(deps: RouteDeps) {
   const app = new Hono();

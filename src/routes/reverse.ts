@@ -1,6 +1,7 @@
 // GET /reverse/twitter/{handle} and /reverse/farcaster/{username}: the wallets holding an
 // identity, 100 a page in keyset order, 1 match credit per wallet returned, rate weight 2.
 import { Hono, type Context } from "hono";
+import * as v from "valibot";
 import { buildViews } from "../index/records.ts";
 import { sql } from "../db/queries.ts";
 import { isApiKeyShape } from "../ledger/keys.ts";
@@ -8,14 +9,59 @@ import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
 import { credentialOf, keyDigest, meter } from "../http/meter.ts";
 import { reverseRowJson } from "../http/render.ts";
+import {
+  ReverseFarcasterParams,
+  ReverseFarcasterResponse,
+  ReverseQuery,
+  ReverseTwitterParams,
+  ReverseTwitterResponse,
+} from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const REVERSE_TWITTER_ROUTE = "/v1/reverse/twitter/{handle}";
 export const REVERSE_FARCASTER_ROUTE = "/v1/reverse/farcaster/{username}";
 
 export const REVERSE_PAGE_SIZE = 100;
-const HANDLE = /^@?([A-Za-z0-9_]{1,15})$/;
-const USERNAME = /^[a-z0-9][a-z0-9.-]{0,31}$/;
+
+const PAGING =
+  "At most 100 wallets a page, ordered by the farcaster follower count of the account the row shows, descending (wallets without a count last), then by address. Pages are keyset positions, not snapshots: pass `meta.next_cursor` back unmodified until it is null; a cursor this API did not issue for this lookup is 400 INVALID_CURSOR, never page one.";
+
+export const reverseOpenapi: Operation[] = [
+  {
+    method: "get",
+    path: "/reverse/twitter/{handle}",
+    operationId: "reverseTwitter",
+    tag: "Reverse lookups",
+    summary: "Wallets holding a twitter handle",
+    description: `Every wallet the index links to the handle, through any evidence route; each row's \`sources\` says what backs it and \`twitter\` shows the handle asked for. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2.`,
+    auth: true,
+    params: ReverseTwitterParams,
+    query: ReverseQuery,
+    success: { status: 200, description: "One page of wallets; data is [] when nobody holds the handle", schema: ReverseTwitterResponse },
+    errors: [
+      { status: 400, codes: ["INVALID_HANDLE", "INVALID_CURSOR"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+    ],
+  },
+  {
+    method: "get",
+    path: "/reverse/farcaster/{username}",
+    operationId: "reverseFarcaster",
+    tag: "Reverse lookups",
+    summary: "Wallets attested to a farcaster username",
+    description: `Only wallets whose every recorded source is owner-attested evidence (onchain, farcaster verification, owner-signed link, manual review): a wallet with a correlated or unclassified source beside its attested link is left out of the page and the total. Needs a key that belongs to an account. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2.`,
+    auth: true,
+    params: ReverseFarcasterParams,
+    query: ReverseQuery,
+    success: { status: 200, description: "One page of wallets; data is [] when no wallet qualifies", schema: ReverseFarcasterResponse },
+    errors: [
+      { status: 400, codes: ["INVALID_USERNAME", "INVALID_CURSOR"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+      { status: 403, codes: ["ACCOUNT_REQUIRED"] },
+    ],
+  },
+];
 // before every real position: ranks are at least -2^31 and addresses sort after ""
 const FIRST_PAGE = { rank: -2_147_483_648, wallet: "" };
 
@@ -32,21 +78,20 @@ interface PageRow {
   rank: number | null;
 }
 
-/** Authenticates without cost, so a refused request still carries the rate-limit headers. */
-async function refuse(c: Context, deps: RouteDeps, route: string, error: ApiError): Promise<never> {
+/** Authenticates without cost, so the refusal carries the rate-limit headers; returns the error to throw. */
+async function refusal(c: Context, deps: RouteDeps, route: string, error: ApiError): Promise<ApiError> {
   await meter(c, meterDeps(deps), { route, weight: 0, needsCredits: false });
-  throw error;
+  return error;
 }
 
 async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise<Response> {
-  const cursor = c.req.query("cursor");
+  const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
   let after: { rank: number; wallet: string } = FIRST_PAGE;
   if (cursor !== undefined) {
     try {
       after = await deps.cursors.open(cursor, lookup);
     } catch (err) {
-      if (err instanceof ApiError) await refuse(c, deps, lookup.route, err);
-      throw err;
+      throw err instanceof ApiError ? await refusal(c, deps, lookup.route, err) : err;
     }
   }
 
@@ -110,32 +155,20 @@ export function reverseRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.get("/reverse/twitter/:handle", async (c) => {
-    const match = HANDLE.exec(c.req.param("handle"));
-    if (!match) {
-      await refuse(
-        c,
-        deps,
-        REVERSE_TWITTER_ROUTE,
-        new ApiError(400, "INVALID_HANDLE", "Invalid twitter handle: expected 1 to 15 alphanumeric characters or underscores, with or without a leading @"),
-      );
+    const params = v.safeParse(ReverseTwitterParams, { handle: c.req.param("handle") });
+    if (!params.success) {
+      throw await refusal(c, deps, REVERSE_TWITTER_ROUTE, new ApiError(400, "INVALID_HANDLE", params.issues[0].message));
     }
-    return await reversePage(c, deps, { kind: "twitter", key: match![1].toLowerCase(), route: REVERSE_TWITTER_ROUTE });
+    const handle = params.output.handle.replace(/^@/, "").toLowerCase();
+    return await reversePage(c, deps, { kind: "twitter", key: handle, route: REVERSE_TWITTER_ROUTE });
   });
 
   app.get("/reverse/farcaster/:username", async (c) => {
-    const username = c.req.param("username").toLowerCase();
-    if (!USERNAME.test(username)) {
-      await refuse(
-        c,
-        deps,
-        REVERSE_FARCASTER_ROUTE,
-        new ApiError(
-          400,
-          "INVALID_USERNAME",
-          "Invalid farcaster username: expected 1 to 32 letters, digits, dots or hyphens, starting with a letter or digit",
-        ),
-      );
+    const params = v.safeParse(ReverseFarcasterParams, { username: c.req.param("username") });
+    if (!params.success) {
+      throw await refusal(c, deps, REVERSE_FARCASTER_ROUTE, new ApiError(400, "INVALID_USERNAME", params.issues[0].message));
     }
+    const username = params.output.username.toLowerCase();
     return await reversePage(c, deps, { kind: "farcaster", key: username, route: REVERSE_FARCASTER_ROUTE });
   });
 

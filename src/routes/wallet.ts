@@ -1,13 +1,39 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
 import { Hono, type Context } from "hono";
+import * as v from "valibot";
 import { buildViews, type WalletView } from "../index/records.ts";
-import { isAddress } from "../index/address.ts";
 import { invalidAddress } from "../http/errors.ts";
 import { meter } from "../http/meter.ts";
 import { walletRecordJson } from "../http/render.ts";
+import { WalletLookupResponse, WalletParams } from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const WALLET_ROUTE = "/v1/wallet/{address}";
+
+export const walletOpenapi: Operation[] = [
+  {
+    method: "get",
+    path: "/wallet/{address}",
+    operationId: "lookupWallet",
+    tag: "Lookups",
+    summary: "Look up one wallet",
+    description:
+      "The identities attached to one address. A wallet with nothing attached is a 200 with `data: null` and `meta.found: false` (`meta.checked_at` is a timestamp when checked and found empty, null when never seen). Stale records carry `X-Data-Staleness` and `X-Last-Updated`. Cost: 1 match credit when the wallet resolves to twitter or farcaster; rate weight 1. A malformed address costs nothing.",
+    auth: true,
+    params: WalletParams,
+    success: {
+      status: 200,
+      description: "The wallet record, or null when nothing is attached",
+      schema: WalletLookupResponse,
+      headers: ["X-Data-Staleness", "X-Last-Updated"],
+    },
+    errors: [
+      { status: 400, codes: ["INVALID_ADDRESS"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+    ],
+  },
+];
 
 /** The single-lookup response: record or null, meta, and the staleness headers of a stale record. */
 export function lookupResponse(c: Context, address: string, view: WalletView | undefined): Response {
@@ -33,12 +59,13 @@ export function walletRoutes(deps: RouteDeps) {
 
   app.get("/wallet/:address", async (c) => {
     const raw = c.req.param("address");
-    if (!isAddress(raw)) {
+    const params = v.safeParse(WalletParams, { address: raw });
+    if (!params.success) {
       // authenticated first so the 400 carries the rate-limit headers; bad input costs nothing
       await meter(c, meterDeps(deps), { route: WALLET_ROUTE, weight: 0, needsCredits: false });
       throw invalidAddress([raw]);
     }
-    const address = raw.toLowerCase();
+    const address = params.output.address.toLowerCase();
     // metering and the lookup are one round trip
     const metered = await meter(c, meterDeps(deps), {
       route: WALLET_ROUTE,

@@ -14,7 +14,7 @@ const START = "2026-11-20T12:00:30Z";
 const BILL = address(1, "b");
 const UNKNOWN = address(1, "c");
 
-const KNOWN_PATHS = [`/api/v1/wallet/${UNKNOWN}`, "/api/v1/batch", "/api/v1/stats", "/api/v1/usage", "/healthz"];
+const KNOWN_PATHS = [`/api/v1/wallet/${UNKNOWN}`, "/api/v1/batch", "/api/v1/stats", "/api/v1/usage", "/healthz", "/api/v1/openapi.json", "/docs"];
 const UNKNOWN_PATHS = ["/", "/api/v1/nope", "/api/v2/wallet/" + UNKNOWN, "/api/v1/wallet/" + UNKNOWN + "/extra", "/some/where"];
 
 function allowOf(res: { headers: Headers }): string[] {
@@ -140,6 +140,8 @@ eachDatabase("conventions", (get) => {
         ["/api/v1/stats", "DELETE", "GET"],
         ["/api/v1/usage", "POST", "GET"],
         ["/healthz", "POST", "GET"],
+        ["/api/v1/openapi.json", "POST", "GET"],
+        ["/docs", "DELETE", "GET"],
       ];
       for (const [path, method, allowed] of cases) {
         const res = await expectStatus(await server.request(path, { method }), 405, `${method} ${path}`);
@@ -332,7 +334,11 @@ eachDatabase("conventions", (get) => {
 
     test("a failing statement is 500 INTERNAL_ERROR with a generic message: no SQL, no stack", async () => {
       fail = sqlError;
-      for (const [path, init] of requests()) {
+      // /healthz reports any failure to run its statement as the database being down
+      const health = await expectStatus(await failing.request("/healthz"), 503);
+      assertErrorBody(health, "SERVICE_UNAVAILABLE");
+      assertNoLeak(health.text);
+      for (const [path, init] of requests().filter(([p]) => p !== "/healthz")) {
         const res = await expectStatus(await failing.request(path, init), 500, path);
         assertErrorBody(res, "INTERNAL_ERROR");
         assertNoLeak(res.text);

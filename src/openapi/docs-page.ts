@@ -1,0 +1,103 @@
+// The API reference page at {site_url}/docs: rendered on the server from the OpenAPI document,
+// one self-contained HTML page (inline CSS, no scripts, nothing fetched from elsewhere).
+type Json = Record<string, any>;
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/** Escapes, then turns `code` spans into <code>. */
+function prose(text: string): string {
+  return escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
+}
+
+function schemaBlock(schema: unknown): string {
+  return `<pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
+}
+
+/** The path as a client sends it: the server's path prefix (e.g. /api/v1) plus the template. */
+export function fullPath(document: Json, path: string): string {
+  const server: string = document.paths[path].servers?.[0]?.url ?? document.servers[0].url;
+  return new URL(server).pathname.replace(/\/+$/, "") + path;
+}
+
+function parametersTable(parameters: Json[]): string {
+  if (parameters.length === 0) return "";
+  const rows = parameters
+    .map(
+      (p) =>
+        `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${p.in}</td><td>${p.required ? "yes" : "no"}</td><td>${prose(p.description ?? "")}</td><td>${schemaBlock(p.schema)}</td></tr>`,
+    )
+    .join("");
+  return `<h4>Parameters</h4><table><thead><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>schema</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+function responsesList(responses: Json): string {
+  const items = Object.entries(responses)
+    .map(([status, r]) => {
+      const content = r.content ? Object.entries(r.content as Json)[0] : undefined;
+      const headers = Object.keys(r.headers ?? {}).map((h) => `<code>${escapeHtml(h)}</code>`).join(" ");
+      return `<details${status.startsWith("2") ? " open" : ""}><summary><span class="status s${status[0]}">${status}</span> ${prose(r.description)}</summary>${headers ? `<p>Headers: ${headers}</p>` : ""}${content ? `<p><code>${escapeHtml(content[0])}</code></p>${schemaBlock(content[1].schema)}` : ""}</details>`;
+    })
+    .join("");
+  return `<h4>Responses</h4>${items}`;
+}
+
+function operationSection(document: Json, path: string, method: string, op: Json): string {
+  const full = fullPath(document, path);
+  const auth = op.security.length > 0 ? "API key in <code>Authorization</code>" : "none (public)";
+  const body = op.requestBody
+    ? `<h4>Request body</h4><p><code>application/json</code>, required</p>${schemaBlock(op.requestBody.content["application/json"].schema)}`
+    : "";
+  return `<section class="op" id="${escapeHtml(op.operationId)}">
+<h3><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${escapeHtml(full)}</code></h3>
+<p class="summary">${prose(op.summary)}</p>
+<p>${prose(op.description)}</p>
+<p>Authentication: ${auth}</p>
+${parametersTable(op.parameters ?? [])}${body}${responsesList(op.responses)}
+</section>`;
+}
+
+const STYLE = `
+body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2330;background:#fff}
+header{background:#1d2330;color:#fff;padding:20px 32px}header h1{margin:0 0 4px}
+main{display:flex}nav{min-width:280px;padding:16px 24px;border-right:1px solid #e3e6ec}
+nav ul{list-style:none;padding:0;margin:0 0 12px}nav li{margin:4px 0;white-space:nowrap}nav a{color:#1d2330;text-decoration:none}
+article{padding:16px 32px;max-width:1000px;flex:1;min-width:0}header code{color:#1d2330}section.op{border-bottom:1px solid #e3e6ec;padding:8px 0 16px}
+.method{display:inline-block;min-width:48px;text-align:center;border-radius:4px;color:#fff;font-size:13px;padding:2px 6px}
+.get{background:#2f7d32}.post{background:#1f5fbf}code{background:#f3f4f7;padding:1px 4px;border-radius:3px}
+pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;max-height:320px}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #e3e6ec;padding:4px 6px;vertical-align:top;text-align:left}
+.status{font-weight:600}.s2{color:#2f7d32}.s4{color:#b26a00}.s5{color:#b3261e}summary{cursor:pointer;margin:4px 0}`;
+
+export function renderDocsPage(document: Json): string {
+  const ops: Array<{ path: string; method: string; op: Json }> = [];
+  for (const [path, item] of Object.entries(document.paths as Json)) {
+    for (const method of ["get", "post", "put", "patch", "delete"]) {
+      if (item[method]) ops.push({ path, method, op: item[method] });
+    }
+  }
+  const tags: string[] = document.tags.map((t: Json) => t.name);
+  const nav = tags
+    .map((tag) => {
+      const links = ops
+        .filter((o) => o.op.tags[0] === tag)
+        .map((o) => `<li><a href="#${escapeHtml(o.op.operationId)}"><span class="method ${o.method}">${o.method.toUpperCase()}</span> ${escapeHtml(fullPath(document, o.path))}</a></li>`)
+        .join("");
+      return `<h4>${escapeHtml(tag)}</h4><ul>${links}</ul>`;
+    })
+    .join("");
+  const sections = tags
+    .map((tag) => `<h2>${escapeHtml(tag)}</h2>${ops.filter((o) => o.op.tags[0] === tag).map((o) => operationSection(document, o.path, o.method, o.op)).join("\n")}`)
+    .join("\n");
+  const schemes = Object.values(document.components.securitySchemes as Json).map((s: Json) => `<li>${prose(s.description)}</li>`).join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(document.info.title)} API reference ${escapeHtml(document.info.version)}</title><style>${STYLE}</style></head>
+<body><header><h1>${escapeHtml(document.info.title)} API reference</h1><div>Version ${escapeHtml(document.info.version)} · base URL <code>${escapeHtml(document.servers[0].url)}</code> · <a style="color:#9cc3ff" href="${escapeHtml(new URL(document.servers[0].url).pathname)}/openapi.json">openapi.json</a> (OpenAPI ${escapeHtml(document.openapi)})</div></header>
+<main><nav>${nav}</nav><article>
+<p>${prose(document.info.description)}</p>
+<h2>Authentication</h2><ul>${schemes}</ul>
+${sections}
+</article></main></body></html>`;
+}

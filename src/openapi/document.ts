@@ -1,0 +1,143 @@
+// Assembles the OpenAPI 3.1.0 document from the operations the routes declare, converting their
+// valibot schemas to JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1).
+import * as v from "valibot";
+import { toJsonSchema } from "@valibot/to-json-schema";
+import { errorSchema } from "../http/schemas.ts";
+import { RESPONSE_HEADERS, type ErrorCase, type Operation } from "./operation.ts";
+
+type Json = Record<string, unknown>;
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "Bad request",
+  401: "Missing or invalid API key",
+  402: "No match credits left",
+  403: "Forbidden",
+  404: "Not found",
+  405: "Method not allowed",
+  409: "Conflict",
+  413: "Request body too large",
+  429: "A rate window is exhausted; Retry-After says when it resets",
+  500: "Internal error; the body never carries a stack, SQL or upstream detail",
+  503: "Database or upstream temporarily unavailable; Retry-After says when to retry",
+};
+
+const RATE_LIMIT_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"];
+
+export function jsonSchema(schema: v.GenericSchema): Json {
+  const { $schema: _, ...rest } = toJsonSchema(schema, { target: "draft-2020-12", errorMode: "throw" }) as Json;
+  return rest;
+}
+
+function headerRefs(names: string[]): Json {
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+
+/** The errors an operation can answer with: its own plus the standard ones of an authenticated call. */
+export function errorCases(op: Operation): ErrorCase[] {
+  const byStatus = new Map<number, Set<string>>();
+  const add = (status: number, codes: string[]) => {
+    const set = byStatus.get(status) ?? new Set<string>();
+    for (const code of codes) set.add(code);
+    byStatus.set(status, set);
+  };
+  for (const e of op.errors) add(e.status, e.codes);
+  if (op.auth) {
+    add(401, ["UNAUTHORIZED"]);
+    add(429, ["RATE_LIMITED"]);
+    add(503, ["SERVICE_UNAVAILABLE"]);
+  }
+  add(500, ["INTERNAL_ERROR"]);
+  return [...byStatus].sort(([a], [b]) => a - b).map(([status, codes]) => ({ status, codes: [...codes] }));
+}
+
+function parameters(op: Operation): Json[] {
+  const list: Json[] = [];
+  const place = (where: "path" | "query" | "header", name: string, schema: v.GenericSchema, required: boolean) => {
+    const { description, ...rest } = jsonSchema(schema);
+    list.push({ name, in: where, required, ...(description ? { description } : {}), schema: rest });
+  };
+  for (const [name, schema] of Object.entries(op.params?.entries ?? {})) place("path", name, schema, true);
+  for (const [name, schema] of Object.entries(op.query?.entries ?? {})) place("query", name, schema, schema.type !== "optional");
+  for (const [name, schema] of Object.entries(op.headers ?? {})) place("header", name, schema, false);
+  return list;
+}
+
+function responses(op: Operation): Json {
+  const success: Json = {
+    description: op.success.description,
+    headers: headerRefs([...(op.auth ? RATE_LIMIT_HEADERS : []), ...(op.success.headers ?? []), "X-Request-Id"]),
+    content: op.success.html
+      ? { "text/html": { schema: { type: "string" } } }
+      : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
+  };
+  const out: Json = { [String(op.success.status)]: success };
+  for (const { status, codes } of errorCases(op)) {
+    const headers = [
+      ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
+      ...(status === 429 || status === 503 ? ["Retry-After"] : []),
+      "X-Request-Id",
+    ];
+    out[String(status)] = {
+      description: `${ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
+      headers: headerRefs(headers),
+      content: { "application/json": { schema: jsonSchema(errorSchema(codes)) } },
+    };
+  }
+  return out;
+}
+
+function operationObject(op: Operation): Json {
+  return {
+    operationId: op.operationId,
+    tags: [op.tag],
+    summary: op.summary,
+    description: op.description,
+    security: op.auth ? [{ bearerApiKey: [] }, { plainApiKey: [] }] : [],
+    ...(parameters(op).length > 0 ? { parameters: parameters(op) } : {}),
+    ...(op.body
+      ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.body) } } } }
+      : {}),
+    responses: responses(op),
+  };
+}
+
+/** The OpenAPI 3.1.0 document of the given operations, served under `publicUrl`. */
+export function buildOpenApiDocument(operations: Operation[], options: { publicUrl: string }): Json {
+  const paths: Record<string, Json> = {};
+  for (const op of operations) {
+    const item = (paths[op.path] ??= op.site ? { servers: [{ url: options.publicUrl, description: "{site_url}" }] } : {});
+    item[op.method] = operationObject(op);
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "walletid",
+      version: "1.0.0",
+      summary: "Wallet identity resolution: wallet addresses to social identities, and back",
+      description:
+        "Resolves blockchain wallet addresses (0x + 40 hex characters) to the social identities attached to them, says what evidence backs each record, and bills one match credit per wallet that resolves to twitter or farcaster. Success bodies are `{data, meta}`; errors are `{error, code}`. CORS is open and OPTIONS answers 204 on every path.",
+    },
+    servers: [{ url: `${options.publicUrl}/api/v1`, description: "{base_url}" }],
+    tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearerApiKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "wid_live_ followed by 32 letters and digits",
+          description: "An API key: `Authorization: Bearer wid_live_...`",
+        },
+        plainApiKey: {
+          type: "apiKey",
+          in: "header",
+          name: "Authorization",
+          description: "The same API key without the Bearer prefix: `Authorization: wid_live_...`",
+        },
+      },
+      headers: Object.fromEntries(
+        Object.entries(RESPONSE_HEADERS).map(([name, h]) => [name, { description: h.description, schema: h.schema }]),
+      ),
+    },
+  };
+}

@@ -1,0 +1,50 @@
+// What a route tells the OpenAPI document about itself, declared beside its handler with the
+// same valibot schemas the handler validates with.
+import type * as v from "valibot";
+
+type Schema = v.GenericSchema;
+type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
+
+export interface ErrorCase {
+  status: number;
+  codes: string[];
+}
+
+export interface Operation {
+  method: "get" | "post";
+  /** OpenAPI path template under {base_url}, or under {site_url} when `site` is set. */
+  path: string;
+  site?: boolean;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description: string;
+  /** Needs an API key in Authorization (adds 401, 429 and the rate-limit headers). */
+  auth: boolean;
+  params?: ObjectSchema;
+  query?: ObjectSchema;
+  headers?: Record<string, Schema>;
+  body?: Schema;
+  success: {
+    status: number;
+    description: string;
+    /** JSON body; absent with `html`. */
+    schema?: Schema;
+    html?: boolean;
+    /** Names from RESPONSE_HEADERS beyond the rate-limit headers. */
+    headers?: string[];
+  };
+  /** Errors this operation answers with; the standard ones (401, 429, 500, 503) are added by `auth`. */
+  errors: ErrorCase[];
+}
+
+export const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
+  "X-RateLimit-Limit": { description: "Limit of the rate window closest to exhaustion", schema: { type: "integer" } },
+  "X-RateLimit-Remaining": { description: "Units left in that window", schema: { type: "integer" } },
+  "X-RateLimit-Reset": { description: "Unix epoch seconds at which that window resets", schema: { type: "integer" } },
+  "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } },
+  "X-Data-Staleness": { description: "`stale` on a record past its freshness window; absent on fresh records", schema: { type: "string", const: "stale" } },
+  "X-Last-Updated": { description: "Timestamp of the newest observation of a stale record", schema: { type: "string", format: "date-time" } },
+  "Idempotent-Replayed": { description: "`true` when the response replays a stored one", schema: { type: "string", const: "true" } },
+  "X-Request-Id": { description: "Identifies the request in the service's logs", schema: { type: "string" } },
+};

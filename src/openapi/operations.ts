@@ -1,0 +1,18 @@
+// Every operation the app serves, in the order the document and the /docs page list them.
+// A new route adds its `openapi` export here (one line) beside mounting its route group.
+import { accountOpenapi } from "../routes/account.ts";
+import { batchOpenapi } from "../routes/batch.ts";
+import { estimateOpenapi } from "../routes/estimate.ts";
+import { reverseOpenapi } from "../routes/reverse.ts";
+import { publicOpenapi } from "../routes/public.ts";
+import { walletOpenapi } from "../routes/wallet.ts";
+import type { Operation } from "./operation.ts";
+
+export const OPERATIONS: Operation[] = [
+  ...walletOpenapi,
+  ...batchOpenapi,
+  ...estimateOpenapi,
+  ...reverseOpenapi,
+  ...accountOpenapi,
+  ...publicOpenapi,
+];

@@ -1,0 +1,139 @@
+// The API reference page at {site_url}/docs, rendered by headless Chromium (Debian's `chromium`):
+// a screenshot that is a real picture, and a DOM that lists every endpoint of openapi.json and
+// loads nothing from elsewhere.
+//
+// Without Chromium: under CI (CI set, as .ci/run sets it) the test fails and says to install it;
+// elsewhere it is skipped with a message, so `npm test` still runs on a machine without a browser.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import { inflateSync } from "node:zlib";
+import { openDatabase } from "../src/db/open.ts";
+import type { Db } from "../src/db/types.ts";
+import { fullPath } from "../src/openapi/docs-page.ts";
+import { expectStatus } from "./support/http.ts";
+import { startServer, type TestServer } from "./support/server.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const INSTALL = "install Debian's chromium package (apt-get install -y chromium; .ci/run does this)";
+const run = promisify(execFile);
+
+/** Runs headless Chromium on `url` with a fresh profile; returns its stdout. */
+async function chromium(args: string[], url: string): Promise<string> {
+  const profile = mkdtempSync(join(tmpdir(), "walletid-chromium-"));
+  try {
+    const { stdout } = await run(
+      CHROMIUM,
+      [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--user-data-dir=${profile}`,
+        ...args,
+        url,
+      ],
+      { timeout: 60_000, maxBuffer: 32 << 20 },
+    );
+    return stdout;
+  } finally {
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+/** Width, height and the number of distinct byte values of the decoded pixel rows. */
+function inspectPng(png: Buffer): { width: number; height: number; distinct: number } {
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "PNG signature");
+  const idat: Buffer[] = [];
+  let width = 0;
+  let height = 0;
+  for (let at = 8; at < png.length; ) {
+    const length = png.readUInt32BE(at);
+    const type = png.toString("ascii", at + 4, at + 8);
+    const data = png.subarray(at + 8, at + 8 + length);
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+    }
+    if (type === "IDAT") idat.push(data);
+    at += 12 + length;
+  }
+  const pixels = inflateSync(Buffer.concat(idat));
+  return { width, height, distinct: new Set(pixels).size };
+}
+
+describe("GET /docs in headless Chromium", () => {
+  let db: Db;
+  let server: TestServer;
+  let doc: any;
+
+  before(async () => {
+    db = await openDatabase({});
+    server = await startServer(db);
+    doc = (await expectStatus(await server.request("/api/v1/openapi.json"), 200)).body;
+  });
+  after(async () => {
+    await server.close();
+    await db.close();
+  });
+
+  test("is public, self-contained HTML", async () => {
+    const res = await expectStatus(await server.request("/docs"), 200);
+    assert.match(res.headers.get("Content-Type") ?? "", /^text\/html/);
+    assert.equal(res.headers.get("Access-Control-Allow-Origin"), "*");
+    assert.ok(!/<script/i.test(res.text), "no scripts");
+    assert.ok(!/(src|href)=["']?(https?:)?\/\//i.test(res.text), "nothing loaded from another origin");
+    assert.ok(!/@import|url\(/i.test(res.text), "no external stylesheets or fonts");
+  });
+
+  test("renders: a screenshot of the page, and its DOM lists every endpoint of openapi.json", { timeout: 120_000 }, async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      const message = `Chromium not found at ${CHROMIUM}: ${INSTALL}`;
+      if (process.env.CI) assert.fail(message);
+      console.error(`\n*** SKIPPED the /docs browser test. ${message} ***\n`);
+      t.skip(message);
+      return;
+    }
+    const dir = mkdtempSync(join(tmpdir(), "walletid-docs-"));
+    try {
+      const shot = join(dir, "docs.png");
+      await chromium(["--window-size=1280,1600", "--hide-scrollbars", `--screenshot=${shot}`], `${server.url}/docs`);
+      assert.ok(existsSync(shot), "Chromium wrote the screenshot");
+      const png = readFileSync(shot);
+      const { width, height, distinct } = inspectPng(png);
+      assert.deepEqual([width, height], [1280, 1600], "the screenshot has the window's size");
+      assert.ok(png.length > 20_000, `a page with content, not a blank one: ${png.length} bytes`);
+      assert.ok(distinct > 50, `the picture has text and colour: ${distinct} distinct byte values`);
+
+      const dom = await chromium(["--dump-dom"], `${server.url}/docs`);
+      assert.match(dom, /walletid API reference/);
+      const text = dom.replace(/<[^>]+>/g, " ").replace(/&#123;/g, "{").replace(/&#125;/g, "}").replace(/\s+/g, " ");
+      let endpoints = 0;
+      for (const [path, item] of Object.entries<any>(doc.paths)) {
+        for (const method of ["get", "post", "put", "patch", "delete"]) {
+          if (!item[method]) continue;
+          endpoints++;
+          const served = fullPath(doc, path);
+          assert.ok(text.includes(`${method.toUpperCase()} ${served}`), `the page lists ${method.toUpperCase()} ${served}`);
+          const start = dom.indexOf(`id="${item[method].operationId}"`);
+          assert.ok(start >= 0, `the page has a section for ${item[method].operationId}`);
+          const section = dom.slice(start, dom.indexOf("</section>", start));
+          for (const status of Object.keys(item[method].responses)) {
+            assert.ok(section.includes(`>${status}</span>`), `${method.toUpperCase()} ${served} shows its ${status} response`);
+          }
+        }
+      }
+      assert.ok(endpoints >= 7, `the document has the endpoints: ${endpoints}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,187 @@
+// The same module tree under Node (`npm start`), Deno (`deno task start`) and Bun (`bun run start:bun`):
+// each runtime, from the deno and bun packages in node_modules (nothing is installed or downloaded
+// here), serves its own fresh PostgreSQL database, and the same HTTP checks run against each.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { createApp } from "../src/app.ts";
+import { readConfig } from "../src/config.ts";
+import { openDatabase } from "../src/db/open.ts";
+import type { Db } from "../src/db/types.ts";
+import { createPostgresDatabase } from "./support/db.ts";
+import { freePort } from "./support/ports.ts";
+import { W, loadFixtures } from "./support/fixtures.ts";
+import { assertErrorBody, batchInit, debitsOf, expectStatus, rateHeaders } from "./support/http.ts";
+import { createCustomer } from "./support/server.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+const BIN = join(ROOT, "node_modules", ".bin");
+// fixtures observed at a fixed time, so every runtime sees the same (stale) records
+const IMPORTED_AT = new Date("2026-01-01T00:00:00Z");
+
+const RUNTIMES = [
+  { name: "Node.js", command: "npm", args: ["start"] },
+  { name: "Deno", command: join(BIN, "deno"), args: ["task", "start"] },
+  { name: "Bun", command: join(BIN, "bun"), args: ["run", "start:bun"] },
+];
+
+
+interface Running {
+  url: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Starts `command` in its own process group and waits for its "listening" line. */
+async function startRuntime(command: string, args: string[], env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(command, args, {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+  });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  const deadline = Date.now() + 60_000;
+  while (!output.includes("walletid listening on")) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`${command} ${args.join(" ")} did not start: ${output.slice(-3000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
+}
+
+test("the deno and bun binaries come from node_modules", () => {
+  for (const bin of ["deno", "bun"]) {
+    assert.ok(existsSync(join(BIN, bin)), `node_modules/.bin/${bin} exists: run npm ci (deno and bun are devDependencies)`);
+  }
+});
+
+// The reference: the same app in this process, on its own database, with the same fixtures.
+let reference: { lookup: any; batch: any };
+
+before(async () => {
+  const created = await createPostgresDatabase();
+  const db = await openDatabase({ databaseUrl: created.url, max: 2 });
+  try {
+    await loadFixtures(db, IMPORTED_AT);
+    const { apiKey } = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
+    const app = createApp({ db, config: readConfig({}), log: () => {} });
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    const lookup = await app.fetch(new Request(`http://x/api/v1/wallet/${W.full}`, { headers: auth }));
+    const batch = await app.fetch(new Request("http://x/api/v1/batch", { ...batchInit(apiKey, [W.full, W.ensOnly, W.neverSeen, W.full]), headers: { ...auth, "Content-Type": "application/json" } }));
+    reference = { lookup: await lookup.json(), batch: await batch.json() };
+    await app.close();
+  } finally {
+    await db.close();
+    await created.drop();
+  }
+});
+
+for (const runtime of RUNTIMES) {
+  describe(`${runtime.name}: ${[runtime.command.replace(`${BIN}/`, ""), ...runtime.args].join(" ")}`, () => {
+    let db: Db;
+    let drop: () => Promise<void>;
+    let server: Running;
+    let customer: { accountId: string; apiKey: string };
+
+    before(async () => {
+      const created = await createPostgresDatabase();
+      drop = created.drop;
+      db = await openDatabase({ databaseUrl: created.url, max: 2 });
+      await loadFixtures(db, IMPORTED_AT);
+      customer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
+      server = await startRuntime(runtime.command, runtime.args, { DATABASE_URL: created.url, LOG_LEVEL: "info" });
+    });
+    after(async () => {
+      await server?.stop();
+      await db?.close();
+      await drop?.();
+    });
+
+    const get = (path: string, init: RequestInit = {}) => fetch(server.url + path, init);
+    const auth = () => ({ Authorization: `Bearer ${customer.apiKey}` });
+
+    test("serves with the runtime's own server", () => {
+      assert.match(server.output(), new RegExp(`walletid listening on .*\\(${runtime.name} `), server.output());
+    });
+
+    test("GET /wallet/{address}: the same record as in-process, billed, with rate-limit headers", async () => {
+      const res = await expectStatus(await get(`/api/v1/wallet/${W.full.toUpperCase().replace("0X", "0x")}`, { headers: auth() }), 200);
+      assert.deepEqual(res.body, reference.lookup);
+      assert.equal(res.body.data.twitter.handle, "alice");
+      const rate = rateHeaders(res);
+      assert.equal(rate.limit, 60, "Developer plan minute window");
+      assert.ok(rate.remaining <= 59, `one unit used: ${rate.remaining}`);
+      assert.ok(rate.reset > Date.now() / 1000 - 1, `X-RateLimit-Reset is Unix seconds ahead: ${rate.reset}`);
+      assert.equal(res.headers.get("X-Data-Staleness"), "stale");
+      assert.equal((await debitsOf(db, customer.accountId)).reduce((sum, d) => sum + d.matches, 0), 1);
+    });
+
+    test("POST /batch: deduplicated, nulls for misses, matched billed", async () => {
+      const res = await expectStatus(await get("/api/v1/batch", { ...batchInit(customer.apiKey, [W.full, W.ensOnly, W.neverSeen, W.full]), headers: { ...auth(), "Content-Type": "application/json" } }), 200);
+      assert.deepEqual(res.body, reference.batch);
+      assert.deepEqual(res.body.meta, { requested: 3, found: 2, not_found: 1, matched: 1 });
+      assert.equal(res.body.data[2], null);
+      rateHeaders(res);
+      assert.equal((await debitsOf(db, customer.accountId)).reduce((sum, d) => sum + d.matches, 0), 2);
+    });
+
+    test("errors: a malformed address is 400 INVALID_ADDRESS with rate-limit headers; no key is 401; unknown path 404", async () => {
+      const bad = await expectStatus(await get("/api/v1/wallet/0x1234", { headers: auth() }), 400);
+      assertErrorBody(bad, "INVALID_ADDRESS");
+      rateHeaders(bad);
+      assertErrorBody(await expectStatus(await get(`/api/v1/wallet/${W.full}`), 401), "UNAUTHORIZED");
+      assertErrorBody(await expectStatus(await get("/api/v1/nope"), 404), "NOT_FOUND");
+      assertErrorBody(await expectStatus(await get("/api/v1/batch"), 405), "METHOD_NOT_ALLOWED");
+    });
+
+    test("OPTIONS preflight is 204 with open CORS", async () => {
+      const res = await expectStatus(
+        await get("/api/v1/batch", {
+          method: "OPTIONS",
+          headers: { Origin: "https://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type" },
+        }),
+        204,
+      );
+      assert.equal(res.text, "");
+      assert.equal(res.headers.get("Access-Control-Allow-Origin"), "*");
+      assert.match(res.headers.get("Access-Control-Allow-Methods") ?? "", /POST/);
+      assert.match(res.headers.get("Access-Control-Allow-Headers") ?? "", /authorization/i);
+    });
+
+    test("public endpoints: /healthz, openapi.json and /docs", async () => {
+      assert.deepEqual((await expectStatus(await get("/healthz"), 200)).body, { status: "ok" });
+      const doc = (await expectStatus(await get("/api/v1/openapi.json"), 200)).body;
+      assert.equal(doc.openapi, "3.1.0");
+      assert.equal(doc.servers[0].url, `${server.url}/api/v1`);
+      const page = await expectStatus(await get("/docs"), 200);
+      assert.match(page.text, /\/api\/v1\/wallet\/\{address\}/);
+    });
+  });
+}
