@@ -9,6 +9,9 @@ import { meteredResponses } from "./http/meter.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { walletRoutes } from "./routes/wallet.ts";
+import { jobRoutes } from "./routes/jobs.ts";
+import { jobRunDeps } from "./jobs/deps.ts";
+import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
 
 export interface AppDeps {
@@ -17,6 +20,9 @@ export interface AppDeps {
   now?: () => Date;
   log?: (line: string) => void;
   usage?: UsageRecorder;
+  /** Live sources for jobs; by default those the configuration turns on. */
+  sources?: LiveSource[];
+  retry?: RetryOptions;
 }
 
 export interface App {
@@ -31,6 +37,8 @@ const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/batch$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/jobs$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
 ];
 
@@ -83,6 +91,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", walletRoutes(routeDeps));
   v1.route("/", batchRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
+  v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {

@@ -22,6 +22,11 @@ const EnvSchema = v.object({
   X_BEARER_TOKEN: v.optional(v.string()),
   X402_FACILITATOR_URL: v.optional(Url),
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
+  WORKER: v.optional(v.picklist(["0", "1"], "must be 0 or 1"), "1"),
+  JOB_LEASE_SECONDS: v.optional(Int(1, 3600), "60"),
+  JOB_CHUNK_SIZE: v.optional(Int(1, 100000), "1000"),
+  LIVE_CACHE_HOURS: v.optional(Int(0, 100000), "168"),
+  UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
 });
 
 export interface Config {
@@ -41,6 +46,14 @@ export interface Config {
     xBearerToken?: string;
     x402FacilitatorUrl?: string;
     x402PayTo?: string;
+  };
+  jobs: {
+    /** Run a job worker inside the server process. */
+    worker: boolean;
+    leaseSeconds: number;
+    chunkSize: number;
+    cacheTtlHours: number;
+    upstreamTimeoutMs: number;
   };
 }
 
@@ -70,6 +83,13 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       xBearerToken: e.X_BEARER_TOKEN,
       x402FacilitatorUrl: e.X402_FACILITATOR_URL,
       x402PayTo: e.X402_PAY_TO,
+    },
+    jobs: {
+      worker: e.WORKER === "1",
+      leaseSeconds: e.JOB_LEASE_SECONDS,
+      chunkSize: e.JOB_CHUNK_SIZE,
+      cacheTtlHours: e.LIVE_CACHE_HOURS,
+      upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
   };
 }

@@ -6,6 +6,9 @@ import { createApp } from "./app.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
+import { configuredSources } from "./sources/index.ts";
+import { jobRunDeps } from "./jobs/deps.ts";
+import { createWorker } from "./jobs/worker.ts";
 
 type Stop = () => Promise<void>;
 
@@ -45,15 +48,21 @@ async function main(): Promise<void> {
     }
   }
 
-  const app = createApp({ db, config, now, log });
+  const sources = configuredSources(config, log);
+  const app = createApp({ db, config, now, log, sources });
+  // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
+  // opens in one process, so there the worker always runs here)
+  const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
+  worker?.start();
   const stop = await serve(app.fetch, config);
-  console.log(`walletid listening on ${config.publicUrl} (${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})`);
+  console.log(`walletid listening on ${config.publicUrl} (${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})${worker ? "" : "; job worker off (WORKER=0)"}`);
 
   let stopping = false;
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
     await stop().catch(() => {});
+    await worker?.stop();
     await app.close();
     await db.close();
     release();
