@@ -3,7 +3,9 @@
 //
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
+//                    [--case all|lookup|job] [--job-size 100000]
 //
+// --case job runs only the async job case (scripts/bench-job.ts); the default runs everything.
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,6 +21,7 @@ import type { Db } from "../src/db/types.ts";
 import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
 import { benchAddress, prepareIndex } from "./bench-index.ts";
+import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -36,6 +39,8 @@ interface Settings {
   rebuild: boolean;
   serverWaitMinutes: number;
   serverEntry: string;
+  case: "all" | "lookup" | "job";
+  jobSize: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -50,6 +55,8 @@ function readSettings(argv: string[]): Settings {
       rebuild: { type: "boolean", default: false },
       "server-wait": { type: "string", default: "10" },
       "server-entry": { type: "string", default: "src/main.ts" },
+      case: { type: "string", default: "all" },
+      "job-size": { type: "string", default: "100000" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -66,7 +73,13 @@ function readSettings(argv: string[]): Settings {
     rebuild: values.rebuild,
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
+    case: (["all", "lookup", "job"] as const).find((c) => c === values.case) ?? failCase(values.case),
+    jobSize: whole("job-size", values["job-size"], 20),
   };
+}
+
+function failCase(value: string): never {
+  throw new Error(`Cannot run the bench: --case must be all, lookup or job, not ${JSON.stringify(value)}`);
 }
 
 // ---- the bench account ----------------------------------------------------------------------
@@ -413,8 +426,31 @@ async function main(): Promise<number> {
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
   try {
     const { accountId, apiKey } = await createBenchAccount(db, new Date());
-    const env = { DATABASE_URL: index.databaseUrl };
+    // the lookup servers run without a job worker polling beside them
+    const env = { DATABASE_URL: index.databaseUrl, WORKER: "0" };
     const retryForMs = settings.serverWaitMinutes * 60_000;
+    const jobCase = async (): Promise<JobCaseReport> => {
+      const report = await runJobCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        apiKey,
+        accountId,
+        size: settings.jobSize,
+        serverEntry: settings.serverEntry,
+        startServer: (name, entry, serverEnv) => startServer(name, entry, serverEnv, { retryForMs, log }),
+        log,
+      });
+      console.log("");
+      printJobReport(report, log);
+      return report;
+    };
+    if (settings.case === "job") {
+      const job = await jobCase();
+      mkdirSync(join(ROOT, ".bench"), { recursive: true });
+      writeFileSync(join(ROOT, ".bench", "job-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, job }, null, 2)}\n`);
+      log("Wrote .bench/job-results.json");
+      return exitCode;
+    }
     const started = await Promise.allSettled([
       startServer("real", settings.serverEntry, env, { retryForMs, log }),
       startServer("baseline", "scripts/bench-baseline.ts", env, { retryForMs, log }),
@@ -470,7 +506,10 @@ async function main(): Promise<number> {
       }
     }
 
+    const job = settings.case === "all" ? await jobCase() : undefined;
+
     const results = {
+      job,
       finishedAt: new Date().toISOString(),
       machine: { cpus: availableParallelism(), node: process.version },
       settings: { ...settings, batchSize: BATCH_SIZE },

@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import { eachDatabase } from "../support/db.ts";
 import { createClock, createCustomer } from "../support/server.ts";
 import { loadFixtures, W } from "../support/fixtures.ts";
-import { assertErrorBody, debitsOf, expectStatus } from "../support/http.ts";
+import { assertErrorBody, debitsOf, expectStatus, setRateWindow } from "../support/http.ts";
 import { liveEns, liveFarcaster, poll, startJobBench, submit, unknown, type JobBench } from "./support.ts";
 
 eachDatabase("jobs", (get) => {
@@ -192,9 +192,15 @@ eachDatabase("jobs", (get) => {
     const first = await expectStatus(await submit(bench.server, key, [liveFarcaster(500), liveFarcaster(501)]), 202);
     assert.equal(first.body.data.status, "completed");
     clock.advance(60_000);
+    bench.neynar.behave({ delayMs: 300 });
+    const slow = await expectStatus(await submit(bench.server, key, [liveFarcaster(503)]), 202);
+    assert.equal(slow.body.data.status, "completed", "a slow upstream within the timeout");
+    clock.advance(60_000);
     bench.rpc.behave({ fail: 2 });
     const second = await expectStatus(await submit(bench.server, key, [liveEns(502)]), 202);
     assert.equal(second.body.data.status, "completed");
+    bench.neynar.behave({});
+    bench.rpc.behave({});
     const page = await expectStatus(await poll(bench.server, key, second.body.data.job_id), 200);
     assert.equal(page.body.data.results[0].ens_name, "live502.eth");
   });
@@ -235,6 +241,19 @@ eachDatabase("jobs", (get) => {
     // the poll is free and works at zero balance: the broke account polls its own (none) and gets 404, not 402
     assertErrorBody(await expectStatus(await poll(bench.server, broke.apiKey, id), 404), "JOB_NOT_FOUND");
     assertErrorBody(await expectStatus(await bench.server.request("/api/v1/jobs", { key }), 405), "METHOD_NOT_ALLOWED");
+
+    // an exhausted minute window refuses a submission (429) while the poll, weight 0, still answers
+    await expectStatus(await poll(bench.server, key, id), 200);
+    clock.advance(60_000);
+    const t = clock.now();
+    const minute = new Date(t.getTime() - (t.getTime() % 60_000)).toISOString();
+    await setRateWindow(get().db, accountId, {
+      minuteStart: minute, minuteUsed: 60,
+      dayStart: `${minute.slice(0, 10)}T00:00:00Z`, dayUsed: 60,
+      monthStart: `${minute.slice(0, 7)}-01T00:00:00Z`, monthUsed: 60,
+    });
+    assertErrorBody(await expectStatus(await submit(bench.server, key, [unknown(2)]), 429), "RATE_LIMITED");
+    await expectStatus(await poll(bench.server, key, id), 200);
   });
 
   test("the poll is free on both meters and answers at zero balance; free-allowance accounts see followers as null", async () => {
