@@ -44,6 +44,7 @@ eachDatabase("job leases and resume", (get) => {
     assert.equal(second?.id, id);
     assert.equal(second?.processed, 20);
     assert.equal(second?.attempts, 2);
+    assert.equal(second?.stageStats.index?.wallets, 20, "stage figures carried over from the first run");
     assert.equal(await runJob(bench.runDeps, second!), "completed");
     assert.deepEqual(bench.neynar.asked.flat().slice(-25), wallets.slice(20), "resumed from the checkpoint, not from the start");
 
