@@ -64,6 +64,8 @@ test("the README walk-through works against a fresh `npm start`", { timeout: 120
       '"found":false,"checked_at":null',
       '"meta":{"requested":3,"found":2,"not_found":1,"matched":1}',
       '"code":"INVALID_ADDRESS"',
+      '"status":"completed","progress":{"processed":3,"total":3,"stage":null}',
+      '"meta":{"requested":3,"matched":2,"found":2,"not_found":1,"offset":0,"limit":1000,"next_offset":null}',
       '"total_wallets":',
       '"period":"day"',
     ]) {
