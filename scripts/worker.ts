@@ -2,7 +2,9 @@
 // workers on the same PostgreSQL (DATABASE_URL). Stops after the current chunk on SIGINT/SIGTERM.
 import process from "node:process";
 import { readConfig } from "../src/config.ts";
-import { openDatabase } from "../src/db/open.ts";
+import { migrate } from "../src/db/migrate.ts";
+import { openPostgres } from "../src/db/postgres.ts";
+import { loadQueries } from "../src/db/queries.ts";
 import { jobRunDeps } from "../src/jobs/deps.ts";
 import { createWorker } from "../src/jobs/worker.ts";
 
@@ -16,7 +18,10 @@ async function main(): Promise<void> {
   const log = (line: string) => {
     if (config.logLevel !== "silent") console.error(line);
   };
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: 2 });
+  // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded
+  loadQueries();
+  const db = openPostgres(config.databaseUrl, { max: 2 });
+  await migrate(db);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
   worker.start();
   log(`walletid job worker ${worker.owner} started`);

@@ -2,9 +2,14 @@
 // Universal Resolver's reverseWithGateways through eth_call). Concurrent lookups go out as
 // JSON-RPC batches; retries are the job's, not viem's.
 import { BaseError, createPublicClient, http, HttpRequestError, type Address } from "viem";
-import { mainnet } from "viem/chains";
 import { getEnsName } from "viem/ens";
 import { UpstreamError, type LiveSource, type ObservationFields } from "./types.ts";
+
+/**
+ * The ENS Universal Resolver on Ethereum mainnet (viem's `mainnet.contracts.ensUniversalResolver`),
+ * named here so the worker does not load viem's table of every chain (about 55 MB resident).
+ */
+export const ENS_UNIVERSAL_RESOLVER = "0xeeeeeeee14d718c2b47d9923deab1335e144eeee";
 
 export interface EnsOptions {
   rpcUrl: string;
@@ -15,7 +20,6 @@ export interface EnsOptions {
 
 export function ensSource(options: EnsOptions): LiveSource {
   const client = createPublicClient({
-    chain: mainnet,
     transport: http(options.rpcUrl, {
       batch: { batchSize: options.rpcBatchSize ?? 100, wait: 0 },
       retryCount: 0,
@@ -29,7 +33,7 @@ export function ensSource(options: EnsOptions): LiveSource {
     async resolve(addresses) {
       const names = await Promise.all(
         addresses.map((address) =>
-          getEnsName(client, { address: address as Address }).catch((err: unknown) => {
+          getEnsName(client, { address: address as Address, universalResolverAddress: ENS_UNIVERSAL_RESOLVER }).catch((err: unknown) => {
             throw classify(err);
           }),
         ),
