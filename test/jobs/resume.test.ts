@@ -91,5 +91,26 @@ eachDatabase("job leases and resume", (get) => {
     await submit(bench.server, customer.apiKey, Array.from({ length: 11 }, (_, i) => liveFarcaster(2000 + i)));
     const claims = await Promise.all(["w1", "w2", "w3", "w4"].map((owner) => claimJob(bench.runDeps, owner)));
     assert.equal(claims.filter((c) => c !== null).length, 1);
+    assert.equal(await runJob(bench.runDeps, claims.find((c) => c !== null)!), "completed");
+  });
+
+  test("a job claimed again and again without finishing is failed, not retried forever", async () => {
+    const { db } = get();
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    const sub = await expectStatus(
+      await submit(bench.server, customer.apiKey, Array.from({ length: 11 }, (_, i) => liveFarcaster(2100 + i))),
+      202,
+    );
+    const id = sub.body.data.job_id;
+    // five workers each claim it and die (their leases run out)
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      assert.equal((await claimJob(bench.runDeps, `doomed-${attempt}`))?.attempts, attempt);
+      clock.advance(61_000);
+    }
+    const worker = createWorker({ ...bench.runDeps, owner: "sixth" });
+    assert.deepEqual(await worker.runOnce(), { jobId: id, outcome: "failed" });
+    const failed = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(failed.body.data.status, "failed");
+    assert.deepEqual(await debitsOf(db, customer.accountId), []);
   });
 });

@@ -2,7 +2,9 @@
 // found", and which failures are worth retrying; and the retry loop itself.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { readConfig } from "../../src/config.ts";
 import { ensSource } from "../../src/sources/ens.ts";
+import { configuredSources } from "../../src/sources/index.ts";
 import { neynarSource } from "../../src/sources/neynar.ts";
 import { UpstreamError, withRetries } from "../../src/sources/types.ts";
 import { startFakeEthRpc, startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
@@ -92,4 +94,15 @@ test("withRetries: retries retryable failures up to the attempts, honours Retry-
   calls = 0;
   await rejection(withRetries(async () => { calls++; throw new UpstreamError("down", { retryable: true }); }, { attempts: 4, baseDelayMs: 1, maxDelayMs: 1, sleep }));
   assert.equal(calls, 4);
+});
+
+test("an upstream left unset is off, and the log says which stage is skipped", () => {
+  const lines: string[] = [];
+  assert.deepEqual(configuredSources(readConfig({}), (l) => lines.push(l)), []);
+  assert.deepEqual(lines, [
+    "Farcaster live source is off (NEYNAR_API_URL unset): jobs skip the live stage",
+    "ENS live source is off (ETH_RPC_URL unset): jobs skip the onchain stage",
+  ]);
+  const both = configuredSources(readConfig({ NEYNAR_API_URL: neynar.url, ETH_RPC_URL: rpc.url }), () => {});
+  assert.deepEqual(both.map((s) => [s.name, s.stage]), [["neynar", "live"], ["ens", "onchain"]]);
 });
