@@ -97,6 +97,12 @@ export async function runJobCase(options: {
   const auth = { Authorization: `Bearer ${options.apiKey}` };
 
   try {
+    // submitted only once this worker polls, so the figures are its own
+    const ready = Date.now() + 60_000;
+    while (!/job worker .* started/.test(workerLog)) {
+      if (worker.exitCode !== null || Date.now() > ready) throw new Error(`Cannot run the job case: the worker did not start:\n${workerLog}`);
+      await sleep(100);
+    }
     log(`Job case: ${wallets.length.toLocaleString("en-US")} addresses (${indexed.length.toLocaleString("en-US")} in the index, ${live.length.toLocaleString("en-US")} live).`);
     const t0 = performance.now();
     const sub = await fetch(`${server.url}/api/v1/jobs`, {
