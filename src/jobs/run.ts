@@ -58,11 +58,11 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
   let processed = job.processed;
   const stats: StageStats = { ...job.stageStats };
 
-  const checkpoint = async (conn: Db, stage: Stage | null) => {
+  const checkpoint = async (conn: Db, stage: Stage | null, at = processed) => {
     const rows = await conn.query(sql("jobs_checkpoint"), [
       job.id,
       job.owner,
-      processed,
+      at,
       stage,
       JSON.stringify(stats),
       deps.now(),
@@ -98,9 +98,9 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
             chunk.answers.map(() => deps.now()),
           ]);
         }
-        processed += addresses.length;
-        await checkpoint(tx, null);
+        await checkpoint(tx, null, processed + addresses.length);
       });
+      processed += addresses.length;
     }
     const [done] = await db.query<{ completed: boolean; matched: number | null }>(sql("jobs_complete"), [job.id, job.owner, deps.now()]);
     if (!done.completed) return "lease_lost";
