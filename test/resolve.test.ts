@@ -86,3 +86,23 @@ test("a plain list in, NDJSON out; a malformed line stops before anything is sub
   assert.match(bad.stderr, /1 malformed address .*line 2: "0x1234"/);
   assert.doesNotMatch(bad.stderr, /Submitted/);
 });
+
+test("on a terminal the progress is a bar redrawn in place", { timeout: 60_000 }, async () => {
+  const input = join(dir, "tty.txt");
+  writeFileSync(input, Array.from({ length: 12 }, (_, i) => liveFarcaster(3200 + i)).join("\n"));
+  const out = join(dir, "tty.csv");
+  // script(1) gives the client a pseudo-terminal, as a user's shell would
+  const command = `${process.execPath} --import tsx scripts/resolve.ts ${input} --out ${out} --interval 0.1`;
+  const child = spawn("script", ["-qec", command, "/dev/null"], {
+    cwd: ROOT,
+    env: { ...process.env, WALLETID_API_KEY: apiKey, WALLETID_URL: bench.server.url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let terminal = "";
+  child.stdout.on("data", (c: Buffer) => (terminal += c.toString()));
+  const code = await new Promise((r) => child.once("exit", r));
+  assert.equal(code, 0, terminal);
+  assert.match(terminal, /\r\[#{30}\] 100% 12\/12 completed/);
+  assert.doesNotMatch(terminal, /^progress /m, "no plain progress lines on a terminal");
+  assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 13);
+});
