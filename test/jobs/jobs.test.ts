@@ -269,4 +269,15 @@ eachDatabase("jobs", (get) => {
     assert.equal(page.body.data.results[1].farcaster.followers, null);
     assert.equal(page.body.data.results[1].farcaster.fid, 1600);
   });
+
+  test("an unmetered account has no submission limit and is never debited", async () => {
+    await get().db.query("UPDATE accounts SET unmetered = true WHERE id = $1", [accountId]);
+    const wallets = [W.full, liveFarcaster(700), ...Array.from({ length: 1300 }, (_, i) => unknown(7000 + i))];
+    const sub = await expectStatus(await submit(bench.server, key, wallets), 202, "more than 10 times the pack");
+    assert.deepEqual((await bench.worker.runOnce())?.outcome, "completed");
+    const page = await expectStatus(await poll(bench.server, key, sub.body.data.job_id, "?limit=2"), 200);
+    assert.equal(page.body.meta.matched, 2);
+    assert.equal(page.body.data.results[1].farcaster.followers, 700);
+    assert.deepEqual(await debitsOf(get().db, accountId), []);
+  });
 });
