@@ -3,8 +3,9 @@
 //
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
-//                    [--reverse-clients 8]
+//                    [--reverse-clients 8] [--case all|lookup|reverse|job] [--job-size 100000]
 //
+// --case job runs only the async job case (scripts/bench-job.ts); the default runs everything.
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -21,6 +22,7 @@ import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
 import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
 import { benchReverse, type ReverseFigures } from "./bench-reverse.ts";
+import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -39,6 +41,8 @@ interface Settings {
   serverWaitMinutes: number;
   serverEntry: string;
   reverseClients: number;
+  case: "all" | "lookup" | "reverse" | "job";
+  jobSize: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -54,6 +58,8 @@ function readSettings(argv: string[]): Settings {
       "server-wait": { type: "string", default: "10" },
       "server-entry": { type: "string", default: "src/main.ts" },
       "reverse-clients": { type: "string", default: "8" },
+      case: { type: "string", default: "all" },
+      "job-size": { type: "string", default: "100000" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -71,7 +77,13 @@ function readSettings(argv: string[]): Settings {
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
     reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
+    case: (["all", "lookup", "reverse", "job"] as const).find((c) => c === values.case) ?? failCase(values.case),
+    jobSize: whole("job-size", values["job-size"], 20),
   };
+}
+
+function failCase(value: string): never {
+  throw new Error(`Cannot run the bench: --case must be all, lookup, reverse or job, not ${JSON.stringify(value)}`);
 }
 
 // ---- the bench account ----------------------------------------------------------------------
@@ -418,8 +430,59 @@ async function main(): Promise<number> {
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
   try {
     const { accountId, apiKey } = await createBenchAccount(db, new Date());
-    const env = { DATABASE_URL: index.databaseUrl };
+    // the lookup servers run without a job worker polling beside them
+    const env = { DATABASE_URL: index.databaseUrl, WORKER: "0" };
     const retryForMs = settings.serverWaitMinutes * 60_000;
+    const jobCase = async (): Promise<JobCaseReport> => {
+      const report = await runJobCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        apiKey,
+        accountId,
+        size: settings.jobSize,
+        serverEntry: settings.serverEntry,
+        startServer: (name, entry, serverEnv) => startServer(name, entry, serverEnv, { retryForMs, log }),
+        log,
+      });
+      console.log("");
+      printJobReport(report, log);
+      return report;
+    };
+    if (settings.case === "job") {
+      const job = await jobCase();
+      mkdirSync(join(ROOT, ".bench"), { recursive: true });
+      writeFileSync(join(ROOT, ".bench", "job-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, job }, null, 2)}\n`);
+      log("Wrote .bench/job-results.json");
+      return exitCode;
+    }
+    const reverseCase = async (url: string): Promise<ReverseFigures> => {
+      // clients walking every page of one handle
+      log(`Reverse lookups: ${settings.reverseClients} clients paging the handle ${CROWD_HANDLE} to the end for ${settings.durationSeconds} s.`);
+      const figures = await benchReverse({
+        url,
+        apiKey,
+        handle: CROWD_HANDLE,
+        clients: settings.reverseClients,
+        seconds: settings.durationSeconds,
+        log,
+      });
+      console.log(
+        `${figures.label}: ${figures.pagesPerSecond.toFixed(0)} pages/s (${figures.walletsPerSecond.toFixed(0)} wallets/s), ` +
+          `page latency p50 ${figures.p50Ms.toFixed(1)} ms, p99 ${figures.p99Ms.toFixed(1)} ms, max ${figures.maxMs.toFixed(1)} ms; ` +
+          `${figures.clients} clients, ${figures.walks} complete walks of ${figures.holders / 100} pages, ${figures.failures} failures`,
+      );
+      return figures;
+    };
+    if (settings.case === "reverse") {
+      const real = await startServer("real", settings.serverEntry, env, { retryForMs, log });
+      servers.push(real);
+      const reverse = await reverseCase(real.url);
+      if (real.failure()) throw new Error(real.failure());
+      mkdirSync(join(ROOT, ".bench"), { recursive: true });
+      writeFileSync(join(ROOT, ".bench", "reverse-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, reverse }, null, 2)}\n`);
+      log("Wrote .bench/reverse-results.json");
+      return exitCode;
+    }
     const started = await Promise.allSettled([
       startServer("real", settings.serverEntry, env, { retryForMs, log }),
       startServer("baseline", "scripts/bench-baseline.ts", env, { retryForMs, log }),
@@ -452,16 +515,7 @@ async function main(): Promise<number> {
       }
     }
 
-    // reverse lookups: clients walking every page of one handle, after the load cases
-    log(`Reverse lookups: ${settings.reverseClients} clients paging the handle ${CROWD_HANDLE} to the end for ${settings.durationSeconds} s.`);
-    const reverse: ReverseFigures = await benchReverse({
-      url: real.url,
-      apiKey,
-      handle: CROWD_HANDLE,
-      clients: settings.reverseClients,
-      seconds: settings.durationSeconds,
-      log,
-    });
+    const reverse = settings.case === "all" ? await reverseCase(real.url) : undefined;
 
     for (const s of servers) if (s.failure()) throw new Error(s.failure());
     await stopAll();
@@ -476,11 +530,6 @@ async function main(): Promise<number> {
     console.log("");
     console.log(`metered single / baseline single: ${ratio.toFixed(2)} (target >= ${RATIO_TARGET})${ratio < RATIO_TARGET ? "  BELOW TARGET" : ""}`);
     console.log(
-      `${reverse.label}: ${reverse.pagesPerSecond.toFixed(0)} pages/s (${reverse.walletsPerSecond.toFixed(0)} wallets/s), ` +
-        `page latency p50 ${reverse.p50Ms.toFixed(1)} ms, p99 ${reverse.p99Ms.toFixed(1)} ms, max ${reverse.maxMs.toFixed(1)} ms; ` +
-        `${reverse.clients} clients, ${reverse.walks} complete walks of ${reverse.holders / 100} pages, ${reverse.failures} failures`,
-    );
-    console.log(
       `metering over the whole run: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
         `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
     );
@@ -491,7 +540,10 @@ async function main(): Promise<number> {
       }
     }
 
+    const job = settings.case === "all" ? await jobCase() : undefined;
+
     const results = {
+      job,
       finishedAt: new Date().toISOString(),
       machine: { cpus: availableParallelism(), node: process.version },
       settings: { ...settings, batchSize: BATCH_SIZE },

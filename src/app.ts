@@ -14,6 +14,9 @@ import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
+import { jobRoutes } from "./routes/jobs.ts";
+import { jobRunDeps } from "./jobs/deps.ts";
+import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
 
 export interface AppDeps {
@@ -22,6 +25,9 @@ export interface AppDeps {
   now?: () => Date;
   log?: (line: string) => void;
   usage?: UsageRecorder;
+  /** Live sources for jobs; by default those the configuration turns on. */
+  sources?: LiveSource[];
+  retry?: RetryOptions;
 }
 
 export interface App {
@@ -41,6 +47,8 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/openapi\.json$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/jobs$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
 ];
@@ -94,6 +102,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", reverseRoutes(routeDeps));
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
+  v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {

@@ -25,6 +25,11 @@ const EnvSchema = v.object({
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
   REACHABILITY_DAILY_LIMIT: v.optional(Int(0, 10_000_000), "10000"),
   MAINTENANCE_AT: v.optional(v.pipe(v.string(), v.regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, "must be HH:MM (UTC) or off")), "03:00"),
+  WORKER: v.optional(v.picklist(["0", "1"], "must be 0 or 1"), "1"),
+  JOB_LEASE_SECONDS: v.optional(Int(1, 3600), "60"),
+  JOB_CHUNK_SIZE: v.optional(Int(1, 100000), "1000"),
+  LIVE_CACHE_HOURS: v.optional(Int(0, 100000), "168"),
+  UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
 });
 
 export interface Config {
@@ -52,6 +57,14 @@ export interface Config {
     at?: { hour: number; minute: number };
     /** twitter handles re-checked against the X API per UTC day */
     reachabilityDailyLimit: number;
+  };
+  jobs: {
+    /** Run a job worker inside the server process. */
+    worker: boolean;
+    leaseSeconds: number;
+    chunkSize: number;
+    cacheTtlHours: number;
+    upstreamTimeoutMs: number;
   };
 }
 
@@ -86,6 +99,13 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     maintenance: {
       at: e.MAINTENANCE_AT === "off" ? undefined : { hour: Number(e.MAINTENANCE_AT.slice(0, 2)), minute: Number(e.MAINTENANCE_AT.slice(3)) },
       reachabilityDailyLimit: e.REACHABILITY_DAILY_LIMIT,
+    },
+    jobs: {
+      worker: e.WORKER === "1",
+      leaseSeconds: e.JOB_LEASE_SECONDS,
+      chunkSize: e.JOB_CHUNK_SIZE,
+      cacheTtlHours: e.LIVE_CACHE_HOURS,
+      upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
   };
 }

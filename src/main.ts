@@ -8,6 +8,9 @@ import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
 import { maintenanceDeps, type MaintenanceDeps } from "./maintenance/run.ts";
 import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/schedule.ts";
+import { configuredSources } from "./sources/index.ts";
+import { jobRunDeps } from "./jobs/deps.ts";
+import { createWorker } from "./jobs/worker.ts";
 
 type Stop = () => Promise<void>;
 
@@ -79,14 +82,21 @@ async function main(): Promise<void> {
     }
   }
 
-  const app = createApp({ db, config, now, log });
+  const sources = configuredSources(config, log);
+  const app = createApp({ db, config, now, log, sources });
+  // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
+  // opens in one process, so there the worker always runs here)
+  const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
+  worker?.start();
   const maintenanceStop = new AbortController();
   const stopMaintenance = config.maintenance.at
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
     : async () => {};
   if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
   const { stop, runtime } = await serve(app.fetch, config);
-  console.log(`walletid listening on ${config.publicUrl} (${runtime}, ${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})`);
+  console.log(
+    `walletid listening on ${config.publicUrl} (${runtime}, ${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})${worker ? "" : "; job worker off (WORKER=0)"}`,
+  );
 
   let stopping = false;
   const shutdown = async () => {
@@ -94,6 +104,7 @@ async function main(): Promise<void> {
     stopping = true;
     await stop().catch(() => {});
     await stopMaintenance();
+    await worker?.stop();
     await app.close();
     await db.close();
     release();

@@ -69,6 +69,8 @@ test("the README walk-through works against a fresh `npm start`", { timeout: 120
       '"requested":12,"in_index":8,"previously_checked_empty":1,"never_checked":3',
       '"billable_predicate":"x_or_farcaster"',
       '"code":"INVALID_ADDRESS"',
+      '"status":"completed","progress":{"processed":3,"total":3,"stage":null}',
+      '"meta":{"requested":3,"matched":2,"found":2,"not_found":1,"offset":0,"limit":1000,"next_offset":null}',
       '"total_wallets":',
       '"period":"day"',
     ]) {

@@ -36,6 +36,18 @@ export const QUERY_NAMES = [
   "twitter_handles_select_due",
   "reachability_check_days_add",
   "reachability_check_days_select",
+  "jobs_insert",
+  "jobs_select_active_by_account",
+  "job_wallets_insert_many",
+  "job_wallets_select_range",
+  "jobs_select_for_account",
+  "jobs_claim_next",
+  "jobs_checkpoint",
+  "jobs_fail",
+  "jobs_complete",
+  "links_select_found_wallets",
+  "live_answers_select_fresh",
+  "live_answers_upsert_many",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -46,6 +46,19 @@ export const ReverseQuery = v.object({
   ),
 });
 
+export const JobParams = v.object({
+  id: v.pipe(v.string(), v.uuid("Job not found"), v.description("The job_id returned at submission")),
+});
+
+export const JobQuery = v.object({
+  offset: v.optional(
+    v.pipe(v.string(), v.regex(/^\d{1,10}$/, "must be a whole number"), v.description("First result row of the page (default 0)")),
+  ),
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d{1,4}$/, "must be a whole number"), v.description("Rows a page, 1 to 1000 (default and maximum 1000)")),
+  ),
+});
+
 export const IdempotencyKey = v.pipe(
   v.string(),
   v.regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1 to 255 visible ASCII characters"),
@@ -164,6 +177,58 @@ export const EstimateResponse = v.strictObject({
     }),
   }),
   meta: v.strictObject({ generated_at: Timestamp, billable_predicate: v.literal("x_or_farcaster") }),
+});
+
+const JobStatus = v.picklist(["pending", "processing", "completed", "failed"]);
+
+export const JobSubmitResponse = v.strictObject({
+  data: v.strictObject({
+    job_id: v.pipe(v.string(), v.uuid()),
+    status: v.pipe(JobStatus, v.description("pending, or completed (or failed) when 10 addresses or fewer ran inline")),
+    wallets: v.pipe(Count, v.description("Unique accepted addresses")),
+    status_url: v.pipe(v.string(), v.url(), v.description("Absolute URL of GET /jobs/{id}, the authority on the job")),
+  }),
+  meta: v.strictObject({ submitted_at: Timestamp }),
+});
+
+const JobResultRow = v.strictObject({
+  ...identityEntries,
+  farcaster: v.optional(
+    v.strictObject({
+      username: v.string(),
+      url: v.string(),
+      followers: v.optional(v.pipe(v.nullable(Count), v.description("null for accounts running on the free allowance"))),
+      fid: Count,
+      verified: v.optional(v.boolean()),
+    }),
+  ),
+});
+
+export const JobPollResponse = v.strictObject({
+  data: v.strictObject({
+    job_id: v.pipe(v.string(), v.uuid()),
+    status: JobStatus,
+    progress: v.strictObject({
+      processed: Count,
+      total: Count,
+      stage: v.pipe(v.nullable(v.picklist(["index", "cache", "live", "onchain"])), v.description("null between stages")),
+    }),
+    created_at: Timestamp,
+    started_at: v.nullable(Timestamp),
+    completed_at: v.nullable(Timestamp),
+    error: v.optional(v.pipe(v.string(), v.description("Failed jobs only: nothing was billed; submit again"))),
+    wallets: v.optional(v.pipe(v.array(v.string()), v.description("Completed jobs: this page of the deduplicated, lowercased submission, in processing order"))),
+    results: v.optional(v.pipe(v.array(v.nullable(JobResultRow)), v.description("Aligned by position with wallets; null where nothing is attached"))),
+  }),
+  meta: v.strictObject({
+    requested: Count,
+    matched: v.pipe(Count, v.description("Matches billed for the whole job, once, at completion")),
+    found: v.optional(Count),
+    not_found: v.optional(Count),
+    offset: v.optional(Count),
+    limit: v.optional(Count),
+    next_offset: v.optional(v.pipe(v.nullable(Count), v.description("Offset of the next page; null on the last"))),
+  }),
 });
 
 export const StatsResponse = v.strictObject({

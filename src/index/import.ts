@@ -378,6 +378,16 @@ export async function importObservations(
   return await db.transaction((tx) => writePlan(tx, plan, options.now));
 }
 
+/**
+ * Writes observations already parsed (a job's live answers) inside the caller's transaction,
+ * through the same plan and upserts as an import file.
+ */
+export async function writeObservations(tx: Db, observations: Observation[], now: Date): Promise<ImportCounts> {
+  const plan = emptyPlan();
+  observations.forEach((observation, i) => addToPlan(plan, observation, i + 1, now));
+  return await writePlan(tx, plan, now);
+}
+
 async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
   // Which lines reached the database: the winner of each key whose row was written.
   const changedIdentityLines = new Set<number>();

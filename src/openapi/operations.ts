@@ -3,6 +3,7 @@
 import { accountOpenapi } from "../routes/account.ts";
 import { batchOpenapi } from "../routes/batch.ts";
 import { estimateOpenapi } from "../routes/estimate.ts";
+import { jobsOpenapi } from "../routes/jobs.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
@@ -13,6 +14,7 @@ export const OPERATIONS: Operation[] = [
   ...batchOpenapi,
   ...estimateOpenapi,
   ...reverseOpenapi,
+  ...jobsOpenapi,
   ...accountOpenapi,
   ...publicOpenapi,
 ];

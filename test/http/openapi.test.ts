@@ -178,6 +178,20 @@ eachDatabase("OpenAPI document", (get) => {
       assertMatches(op, await expectStatus(await server.request("/api/v1/estimate", batchInit(apiKey, [...list, "0x1"])), 400));
     });
 
+    test("POST /jobs and GET /jobs/{id}: inline completion, pages, bad paging, unknown id, malformed list", async () => {
+      const submit = operation("submitJob");
+      const poll = operation("jobStatus");
+      const submitted = await expectStatus(await server.request("/api/v1/jobs", batchInit(apiKey, [W.full, W.ensOnly, W.neverSeen, W.empty])), 202);
+      assertMatches(submit, submitted);
+      const id = submitted.body.data.job_id;
+      assertMatches(poll, await expectStatus(await server.request(`/api/v1/jobs/${id}`, { key: apiKey }), 200));
+      assertMatches(poll, await expectStatus(await server.request(`/api/v1/jobs/${id}?offset=1&limit=2`, { key: apiKey }), 200));
+      assertMatches(poll, await expectStatus(await server.request(`/api/v1/jobs/${id}?limit=5000`, { key: apiKey }), 400));
+      assertMatches(poll, await expectStatus(await server.request(`/api/v1/jobs/${crypto.randomUUID()}`, { key: apiKey }), 404));
+      assertMatches(poll, await expectStatus(await server.request("/api/v1/jobs/not-a-uuid", { key: apiKey }), 404));
+      assertMatches(submit, await expectStatus(await server.request("/api/v1/jobs", batchInit(apiKey, ["0x12"])), 400));
+    });
+
     test("GET /stats and GET /usage, including an invalid period", async () => {
       assertMatches(operation("indexStats"), await expectStatus(await server.request("/api/v1/stats", { key: apiKey }), 200));
       for (const period of ["day", "week", "month"]) {

@@ -1,7 +1,7 @@
 // A real listening server around createApp, with an injected clock, for HTTP tests.
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App, type AppDeps } from "../../src/app.ts";
 import { readConfig, type Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/types.ts";
 import { createAccount, grantCredits, type PackName } from "../../src/ledger/accounts.ts";
@@ -38,11 +38,14 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(db: Db, options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestServer> {
+export async function startServer(
+  db: Db,
+  options: { clock?: Clock; env?: Record<string, string>; app?: Partial<AppDeps> } = {},
+): Promise<TestServer> {
   const clock = options.clock ?? createClock();
   const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
   const logs: string[] = [];
-  const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); } });
+  const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); }, ...options.app });
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

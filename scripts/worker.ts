@@ -1,0 +1,43 @@
+// npm run worker: a job worker on its own, beside any number of API processes and other
+// workers on the same PostgreSQL (DATABASE_URL). Stops after the current chunk on SIGINT/SIGTERM.
+import process from "node:process";
+import { readConfig } from "../src/config.ts";
+import { migrate } from "../src/db/migrate.ts";
+import { openPostgres } from "../src/db/postgres.ts";
+import { loadQueries } from "../src/db/queries.ts";
+import { jobRunDeps } from "../src/jobs/deps.ts";
+import { createWorker } from "../src/jobs/worker.ts";
+
+async function main(): Promise<void> {
+  const config = readConfig(process.env);
+  if (!config.databaseUrl) {
+    throw new Error(
+      "Cannot start a worker without DATABASE_URL: the embedded database opens in one process only, and `npm start` already runs a worker inside it",
+    );
+  }
+  const log = (line: string) => {
+    if (config.logLevel !== "silent") console.error(line);
+  };
+  // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded
+  loadQueries();
+  const db = openPostgres(config.databaseUrl, { max: 2 });
+  await migrate(db);
+  const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
+  worker.start();
+  log(`walletid job worker ${worker.owner} started`);
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    await worker.stop();
+    await db.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+main().catch((err: Error) => {
+  console.error(err.message.startsWith("Cannot") ? err.message : `Cannot start the worker: ${err.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,198 @@
+// Runs a claimed job chunk by chunk through the stages index, cache, live and onchain, writing
+// what live sources find to the index, checkpointing after every chunk while the lease holds,
+// and completing with one debit keyed on the job (complete_job) or failing with none.
+import type { Db } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+import { parseObservation, writeObservations, type Observation } from "../index/import.ts";
+import {
+  STAGES,
+  UpstreamError,
+  withRetries,
+  type LiveSource,
+  type ObservationFields,
+  type RetryOptions,
+  type Stage,
+} from "../sources/types.ts";
+
+export interface JobSettings {
+  leaseSeconds: number;
+  chunkSize: number;
+  cacheTtlHours: number;
+  retry: RetryOptions;
+}
+
+export interface JobRunDeps {
+  db: Db;
+  now: () => Date;
+  log: (line: string) => void;
+  sources: LiveSource[];
+  settings: JobSettings;
+}
+
+/** Per stage, summed over every run of the job: wallets that entered it and time spent. */
+export type StageStats = Partial<Record<Stage, { wallets: number; ms: number }>>;
+
+export interface ClaimedJob {
+  id: string;
+  accountId: string;
+  total: number;
+  processed: number;
+  stageStats: StageStats;
+  attempts: number;
+  /** Who holds the lease: a worker, or the request running a small job inline. */
+  owner: string;
+}
+
+export type JobOutcome = "completed" | "failed" | "lease_lost" | "stopped";
+
+/** Thrown inside a chunk's transaction when the lease has passed to another worker. */
+class LeaseLost extends Error {}
+
+/** What a failed job says to its owner; the reason stays in jobs.failure and the log. */
+export const FAILED_JOB_MESSAGE = "The job failed and nothing was billed: submit the list again as a new job";
+
+const EMPTY_ROUTE = "live-check";
+
+export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shouldStop?: () => boolean } = {}): Promise<JobOutcome> {
+  const { db, settings } = deps;
+  let processed = job.processed;
+  const stats: StageStats = { ...job.stageStats };
+
+  const checkpoint = async (conn: Db, stage: Stage | null, at = processed) => {
+    const rows = await conn.query(sql("jobs_checkpoint"), [
+      job.id,
+      job.owner,
+      at,
+      stage,
+      JSON.stringify(stats),
+      deps.now(),
+      settings.leaseSeconds,
+    ]);
+    if (rows.length === 0) throw new LeaseLost();
+  };
+  const timed = async <T>(stage: Stage, wallets: number, fn: () => Promise<T>): Promise<T> => {
+    await checkpoint(db, stage);
+    const started = performance.now();
+    const result = await fn();
+    const entry = (stats[stage] ??= { wallets: 0, ms: 0 });
+    entry.wallets += wallets;
+    entry.ms += Math.round(performance.now() - started);
+    return result;
+  };
+
+  try {
+    while (processed < job.total) {
+      if (options.shouldStop?.()) return "stopped";
+      const addresses = (
+        await db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, processed, settings.chunkSize])
+      ).map((r) => r.address);
+      if (addresses.length === 0) throw new Error(`job ${job.id} has no wallets at position ${processed}`);
+      const chunk = await resolveChunk(deps, addresses, timed);
+      await db.transaction(async (tx) => {
+        if (chunk.observations.length > 0) await writeObservations(tx, chunk.observations, deps.now());
+        if (chunk.answers.length > 0) {
+          await tx.query(sql("live_answers_upsert_many"), [
+            chunk.answers.map((a) => a.source),
+            chunk.answers.map((a) => a.address),
+            chunk.answers.map((a) => a.found),
+            chunk.answers.map(() => deps.now()),
+          ]);
+        }
+        await checkpoint(tx, null, processed + addresses.length);
+      });
+      processed += addresses.length;
+    }
+    const [done] = await db.query<{ completed: boolean; matched: number | null }>(sql("jobs_complete"), [job.id, job.owner, deps.now()]);
+    if (!done.completed) return "lease_lost";
+    deps.log(`job ${job.id}: completed, ${job.total} wallets, ${done.matched} matched (${JSON.stringify(stats)})`);
+    return "completed";
+  } catch (err) {
+    if (err instanceof LeaseLost) {
+      deps.log(`job ${job.id}: lease lost at ${processed}/${job.total}; another worker carries on`);
+      return "lease_lost";
+    }
+    if (err instanceof UpstreamError) {
+      deps.log(`job ${job.id}: failed at ${processed}/${job.total}: ${err.message}`);
+      const failed = await db.query(sql("jobs_fail"), [job.id, job.owner, err.message, deps.now()]);
+      return failed.length > 0 ? "failed" : "lease_lost";
+    }
+    throw err;
+  }
+}
+
+interface ChunkResult {
+  observations: Observation[];
+  answers: Array<{ source: string; address: string; found: boolean }>;
+}
+
+type Timed = <T>(stage: Stage, wallets: number, fn: () => Promise<T>) => Promise<T>;
+
+/** One chunk through every stage; nothing is written until the chunk's transaction. */
+async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed): Promise<ChunkResult> {
+  const { db, sources, settings } = deps;
+  const result: ChunkResult = { observations: [], answers: [] };
+
+  const inIndex = await timed("index", addresses.length, async () =>
+    new Set((await db.query<{ wallet: string }>(sql("links_select_found_wallets"), [addresses])).map((r) => r.wallet)),
+  );
+  let rest = addresses.filter((a) => !inIndex.has(a));
+  if (rest.length === 0 || sources.length === 0) return result;
+
+  // fresh answers per wallet, by source: a wallet every source answered recently is settled
+  const fresh = await timed("cache", rest.length, async () => {
+    const since = new Date(deps.now().getTime() - settings.cacheTtlHours * 3_600_000);
+    const rows = await db.query<{ source: string; address: string }>(sql("live_answers_select_fresh"), [
+      rest,
+      sources.map((s) => s.name),
+      since,
+    ]);
+    const bySource = new Map<string, Set<string>>(sources.map((s) => [s.name, new Set()]));
+    for (const row of rows) bySource.get(row.source)!.add(row.address);
+    return bySource;
+  });
+  rest = rest.filter((a) => !sources.every((s) => fresh.get(s.name)!.has(a)));
+
+  const foundByAny = new Set<string>();
+  const asked = new Set<string>();
+  const now = deps.now().toISOString();
+  for (const stage of STAGES) {
+    for (const source of sources.filter((s) => s.stage === stage)) {
+      const ask = rest.filter((a) => !fresh.get(source.name)!.has(a));
+      if (ask.length === 0) continue;
+      const found = await timed(stage, ask.length, () => askSource(source, ask, settings.retry));
+      for (const address of ask) {
+        asked.add(address);
+        let any = false;
+        for (const fields of found.get(address) ?? []) {
+          const parsed = parseObservation(JSON.stringify({ ...fields, wallet: address, observed_at: now }), 0);
+          if (parsed.ok) {
+            result.observations.push(parsed.observation);
+            any = true;
+          } else {
+            deps.log(`live source ${source.name} answered an unusable observation for ${address}: ${parsed.error}`);
+          }
+        }
+        if (any) foundByAny.add(address);
+        result.answers.push({ source: source.name, address, found: any });
+      }
+    }
+  }
+  // checked with every live source and nothing attached: recorded as checked-empty, with its time
+  for (const address of asked) {
+    if (!foundByAny.has(address)) {
+      const parsed = parseObservation(JSON.stringify({ wallet: address, kind: "empty", route: EMPTY_ROUTE, observed_at: now }), 0);
+      if (parsed.ok) result.observations.push(parsed.observation);
+    }
+  }
+  return result;
+}
+
+/** The addresses in the source's batch size, all batches at once, each retried with backoff. */
+async function askSource(source: LiveSource, addresses: string[], retry: RetryOptions) {
+  const batches: string[][] = [];
+  for (let i = 0; i < addresses.length; i += source.batchSize) batches.push(addresses.slice(i, i + source.batchSize));
+  const answers = await Promise.all(batches.map((batch) => withRetries(() => source.resolve(batch), retry)));
+  const merged = new Map<string, ObservationFields[]>();
+  for (const answer of answers) for (const [address, fields] of answer) merged.set(address, fields);
+  return merged;
+}

@@ -1,0 +1,97 @@
+// The job worker: claims jobs from the database with row locks (SKIP LOCKED) and a lease that
+// expires, so workers in several processes share the queue and a job whose worker died is
+// taken over and resumed from its last checkpoint.
+import { sql } from "../db/queries.ts";
+import { runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
+
+/** A job claimed this many times without finishing is failed rather than retried forever. */
+export const MAX_ATTEMPTS = 5;
+
+export interface Worker {
+  readonly owner: string;
+  /** Claims and runs one job; null when there was nothing to claim. */
+  runOnce(): Promise<{ jobId: string; outcome: JobOutcome } | null>;
+  /** Runs jobs until stop(), polling every idleMs while the queue is empty. */
+  start(): void;
+  /** Stops after the current chunk: the job stays claimed until its lease runs out. */
+  stop(): Promise<void>;
+}
+
+type ClaimRow = {
+  id: string;
+  account_id: string;
+  total: number;
+  processed: number;
+  stage_stats: StageStats;
+  attempts: number;
+};
+
+export async function claimJob(deps: JobRunDeps, owner: string): Promise<ClaimedJob | null> {
+  const [row] = await deps.db.query<ClaimRow>(sql("jobs_claim_next"), [owner, deps.now(), deps.settings.leaseSeconds]);
+  if (!row) return null;
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    total: row.total,
+    processed: row.processed,
+    stageStats: row.stage_stats,
+    attempts: row.attempts,
+    owner,
+  };
+}
+
+export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: string }): Worker {
+  const owner = deps.owner ?? `worker:${crypto.randomUUID()}`;
+  const idleMs = deps.idleMs ?? 500;
+  let stopping = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
+  async function runOnce() {
+    const job = await claimJob(deps, owner);
+    if (!job) return null;
+    if (job.attempts > MAX_ATTEMPTS) {
+      deps.log(`job ${job.id}: claimed ${job.attempts} times without finishing; failing it`);
+      await deps.db.query(sql("jobs_fail"), [job.id, owner, `gave up after ${MAX_ATTEMPTS} attempts`, deps.now()]);
+      return { jobId: job.id, outcome: "failed" as const };
+    }
+    if (job.processed > 0) deps.log(`job ${job.id}: resuming at ${job.processed}/${job.total} (attempt ${job.attempts})`);
+    const outcome = await runJob(deps, job, { shouldStop: () => stopping });
+    return { jobId: job.id, outcome };
+  }
+
+  async function run() {
+    while (!stopping) {
+      let ran = false;
+      try {
+        ran = (await runOnce()) !== null;
+      } catch (err) {
+        // the database or a bug: the job keeps its lease until it expires, then is claimed again
+        deps.log(`job worker: ${(err as Error).stack ?? String(err)}`);
+      }
+      if (!ran && !stopping) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, idleMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  }
+
+  return {
+    owner,
+    runOnce,
+    start() {
+      if (!loop) loop = run();
+    },
+    async stop() {
+      stopping = true;
+      wake?.();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,116 @@
+// Leases and resume in process: a worker stopped mid-job leaves its checkpoint; another takes the
+// job over only after the lease runs out, carries on from the checkpoint, and the job is billed
+// once; two workers never hold the same job.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { sql } from "../../src/db/queries.ts";
+import { runJob } from "../../src/jobs/run.ts";
+import { claimJob, createWorker } from "../../src/jobs/worker.ts";
+import { eachDatabase } from "../support/db.ts";
+import { createClock, createCustomer } from "../support/server.ts";
+import { debitsOf, expectStatus } from "../support/http.ts";
+import { liveFarcaster, poll, startJobBench, submit, type JobBench } from "./support.ts";
+
+eachDatabase("job leases and resume", (get) => {
+  const clock = createClock("2026-11-20T12:00:30Z");
+  let bench: JobBench;
+
+  before(async () => {
+    bench = await startJobBench(get().db, clock, { JOB_CHUNK_SIZE: "10", JOB_LEASE_SECONDS: "60" });
+  });
+  after(() => bench.close());
+
+  test("a worker stopped mid-job is resumed from its checkpoint after the lease expires, with exactly one debit", async () => {
+    const { db } = get();
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    const wallets = Array.from({ length: 45 }, (_, i) => liveFarcaster(700 + i));
+    const sub = await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202);
+    const id = sub.body.data.job_id;
+
+    const first = await claimJob(bench.runDeps, "worker-a");
+    assert.equal(first?.id, id);
+    let checks = 0;
+    assert.equal(await runJob(bench.runDeps, first!, { shouldStop: () => ++checks > 2 }), "stopped");
+    const mid = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(mid.body.data.status, "processing");
+    assert.deepEqual(mid.body.data.progress, { processed: 20, total: 45, stage: null });
+    assert.equal(mid.body.data.wallets, undefined, "no results before completion");
+    const askedBefore = bench.neynar.asked.flat().length;
+    assert.equal(askedBefore > 0, true);
+
+    assert.equal(await claimJob(bench.runDeps, "worker-b"), null, "the lease still holds");
+    clock.advance(61_000);
+    const second = await claimJob(bench.runDeps, "worker-b");
+    assert.equal(second?.id, id);
+    assert.equal(second?.processed, 20);
+    assert.equal(second?.attempts, 2);
+    assert.equal(second?.stageStats.index?.wallets, 20, "stage figures carried over from the first run");
+    assert.equal(await runJob(bench.runDeps, second!), "completed");
+    assert.deepEqual(bench.neynar.asked.flat().slice(-25), wallets.slice(20), "resumed from the checkpoint, not from the start");
+
+    // the first worker wakes up and tries to carry on or complete: it no longer holds the job
+    assert.equal(await runJob(bench.runDeps, first!), "lease_lost");
+    const [again] = await db.query<{ completed: boolean }>(sql("jobs_complete"), [id, "worker-a", clock.now()]);
+    assert.equal(again.completed, false);
+    const [rerun] = await db.query<{ completed: boolean }>(sql("jobs_complete"), [id, "worker-b", clock.now()]);
+    assert.equal(rerun.completed, false, "a completed job cannot complete twice");
+
+    const done = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(done.body.data.status, "completed");
+    assert.equal(done.body.meta.matched, 45);
+    const debits = await debitsOf(db, customer.accountId);
+    assert.deepEqual(debits.map((d) => [d.call_key, d.matches]), [[`job:${id}`, 45]], "exactly one debit, equal to meta.matched");
+  });
+
+  test("two workers never process the same job", async () => {
+    const { db } = get();
+    const jobs: string[] = [];
+    const firstAsked = bench.neynar.asked.flat().length;
+    for (let n = 0; n < 4; n++) {
+      const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+      const wallets = Array.from({ length: 30 }, (_, i) => liveFarcaster(1000 + n * 100 + i));
+      jobs.push((await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id);
+    }
+    const a = createWorker({ ...bench.runDeps, owner: "worker-a" });
+    const b = createWorker({ ...bench.runDeps, owner: "worker-b" });
+    const ran = await Promise.all([a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce()].map((p) => p));
+    const more = [await a.runOnce(), await b.runOnce()].filter((r) => r !== null);
+    const all = [...ran, ...more].filter((r) => r !== null);
+    assert.deepEqual(all.map((r) => r!.jobId).sort(), [...jobs].sort(), "each job claimed exactly once");
+    assert.ok(all.every((r) => r!.outcome === "completed"));
+    const asked = bench.neynar.asked.flat().slice(firstAsked);
+    assert.equal(asked.length, 120);
+    assert.equal(new Set(asked).size, 120, "no wallet asked twice");
+    const rows = await db.query<{ n: number }>("SELECT count(*)::integer AS n FROM debits WHERE call_key = ANY($1::text[])", [
+      jobs.map((j) => `job:${j}`),
+    ]);
+    assert.equal(rows[0].n, 4);
+
+    // racing claims on one pending job: one wins
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    await submit(bench.server, customer.apiKey, Array.from({ length: 11 }, (_, i) => liveFarcaster(2000 + i)));
+    const claims = await Promise.all(["w1", "w2", "w3", "w4"].map((owner) => claimJob(bench.runDeps, owner)));
+    assert.equal(claims.filter((c) => c !== null).length, 1);
+    assert.equal(await runJob(bench.runDeps, claims.find((c) => c !== null)!), "completed");
+  });
+
+  test("a job claimed again and again without finishing is failed, not retried forever", async () => {
+    const { db } = get();
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    const sub = await expectStatus(
+      await submit(bench.server, customer.apiKey, Array.from({ length: 11 }, (_, i) => liveFarcaster(2100 + i))),
+      202,
+    );
+    const id = sub.body.data.job_id;
+    // five workers each claim it and die (their leases run out)
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      assert.equal((await claimJob(bench.runDeps, `doomed-${attempt}`))?.attempts, attempt);
+      clock.advance(61_000);
+    }
+    const worker = createWorker({ ...bench.runDeps, owner: "sixth" });
+    assert.deepEqual(await worker.runOnce(), { jobId: id, outcome: "failed" });
+    const failed = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(failed.body.data.status, "failed");
+    assert.deepEqual(await debitsOf(db, customer.accountId), []);
+  });
+});

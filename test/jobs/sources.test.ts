@@ -1,0 +1,108 @@
+// The live source adapters against their fakes over HTTP: wire format, credentials, "nothing
+// found", and which failures are worth retrying; and the retry loop itself.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { readConfig } from "../../src/config.ts";
+import { ensSource } from "../../src/sources/ens.ts";
+import { configuredSources } from "../../src/sources/index.ts";
+import { neynarSource } from "../../src/sources/neynar.ts";
+import { UpstreamError, withRetries } from "../../src/sources/types.ts";
+import { startFakeEthRpc, startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
+import { ensNameOf, farcasterUserOf, liveEns, liveFarcaster, unknown } from "./support.ts";
+
+let neynar: FakeUpstream;
+let rpc: FakeUpstream;
+
+before(async () => {
+  neynar = await startFakeNeynar(farcasterUserOf, { apiKey: "k1" });
+  rpc = await startFakeEthRpc(ensNameOf);
+});
+after(async () => {
+  await neynar.close();
+  await rpc.close();
+});
+
+async function rejection(p: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof UpstreamError, String(err));
+    return err;
+  }
+  assert.fail("expected an UpstreamError");
+}
+
+test("neynar: users by verified address become farcaster and twitter observations; none found is an empty answer", async () => {
+  const source = neynarSource({ baseUrl: neynar.url, apiKey: "k1", timeoutMs: 2000 });
+  const found = await source.resolve([liveFarcaster(2), liveFarcaster(3), unknown(1)]);
+  assert.deepEqual(found.get(liveFarcaster(2)), [
+    { kind: "farcaster", route: "farcaster-verification", fid: 1002, username: "live2", followers: 2 },
+    { kind: "twitter", route: "farcaster-x-verified", handle: "LiveX2" },
+  ]);
+  assert.equal(found.get(liveFarcaster(3))?.length, 1);
+  assert.equal(found.has(unknown(1)), false);
+  assert.deepEqual(neynar.asked.at(-1), [liveFarcaster(2), liveFarcaster(3), unknown(1)]);
+  assert.equal((await source.resolve([unknown(2)])).size, 0, "404 No users found is an answer");
+});
+
+test("neynar: a wrong key is not retried; 429 carries Retry-After; a slow answer times out and is retryable", async () => {
+  const wrongKey = await rejection(neynarSource({ baseUrl: neynar.url, apiKey: "nope", timeoutMs: 2000 }).resolve([unknown(1)]));
+  assert.equal(wrongKey.retryable, false);
+  const source = neynarSource({ baseUrl: neynar.url, apiKey: "k1", timeoutMs: 150 });
+  neynar.behave({ rateLimit: 1 });
+  const limited = await rejection(source.resolve([unknown(1)]));
+  assert.equal(limited.retryable, true);
+  neynar.behave({ delayMs: 400 });
+  const slow = await rejection(source.resolve([unknown(1)]));
+  assert.equal(slow.retryable, true);
+  assert.match(slow.message, /unreachable/);
+  neynar.behave({});
+});
+
+test("ens: viem's reverse resolution against the JSON-RPC fake, names and no names, batched", async () => {
+  const source = ensSource({ rpcUrl: rpc.url, timeoutMs: 2000 });
+  const before = rpc.requests;
+  const found = await source.resolve([liveEns(1), unknown(1), liveEns(2)]);
+  assert.deepEqual([...found], [
+    [liveEns(1), [{ kind: "ens", route: "ens-primary", name: "live1.eth" }]],
+    [liveEns(2), [{ kind: "ens", route: "ens-primary", name: "live2.eth" }]],
+  ]);
+  assert.equal(rpc.requests - before, 1, "three eth_calls in one JSON-RPC batch");
+  rpc.behave({ rateLimit: 1 });
+  assert.equal((await rejection(source.resolve([liveEns(1)]))).retryable, true);
+  rpc.behave({ fail: 1 });
+  assert.equal((await rejection(source.resolve([liveEns(1)]))).retryable, true);
+  rpc.behave({});
+});
+
+test("withRetries: retries retryable failures up to the attempts, honours Retry-After, stops at a non-retryable one", async () => {
+  const waits: number[] = [];
+  const sleep = async (ms: number) => void waits.push(ms);
+  let calls = 0;
+  const value = await withRetries(
+    async () => {
+      if (++calls < 3) throw new UpstreamError("busy", { retryable: true, retryAfterMs: 1000 });
+      return "ok";
+    },
+    { attempts: 3, baseDelayMs: 10, maxDelayMs: 5000, sleep },
+  );
+  assert.equal(value, "ok");
+  assert.deepEqual(waits, [1000, 1000]);
+  calls = 0;
+  await rejection(withRetries(async () => { calls++; throw new UpstreamError("no", { retryable: false }); }, { attempts: 5, baseDelayMs: 1, maxDelayMs: 1, sleep }));
+  assert.equal(calls, 1);
+  calls = 0;
+  await rejection(withRetries(async () => { calls++; throw new UpstreamError("down", { retryable: true }); }, { attempts: 4, baseDelayMs: 1, maxDelayMs: 1, sleep }));
+  assert.equal(calls, 4);
+});
+
+test("an upstream left unset is off, and the log says which stage is skipped", () => {
+  const lines: string[] = [];
+  assert.deepEqual(configuredSources(readConfig({}), (l) => lines.push(l)), []);
+  assert.deepEqual(lines, [
+    "Farcaster live source is off (NEYNAR_API_URL unset): jobs skip the live stage",
+    "ENS live source is off (ETH_RPC_URL unset): jobs skip the onchain stage",
+  ]);
+  const both = configuredSources(readConfig({ NEYNAR_API_URL: neynar.url, ETH_RPC_URL: rpc.url }), () => {});
+  assert.deepEqual(both.map((s) => [s.name, s.stage]), [["neynar", "live"], ["ens", "onchain"]]);
+});

@@ -1,0 +1,182 @@
+// Local fakes of the job's live upstreams, as real HTTP servers on 127.0.0.1 speaking their wire
+// formats: a Neynar v2 bulk-by-address API and an Ethereum JSON-RPC endpoint answering the
+// Universal Resolver calls viem's getEnsName makes. Both can be slow, fail or rate-limit.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { decodeFunctionData, encodeErrorResult, encodeFunctionResult, parseAbi, type Hex } from "viem";
+
+export interface Behaviour {
+  /** Milliseconds before every answer. */
+  delayMs?: number;
+  /** The next n requests answer HTTP 500 (Infinity: all of them). */
+  fail?: number;
+  /** The next n requests answer HTTP 429 with Retry-After. */
+  rateLimit?: number;
+}
+
+export interface FakeUpstream {
+  url: string;
+  /** Addresses asked, one array per request that was answered 200. */
+  asked: string[][];
+  /** Every request received, answered or refused. */
+  requests: number;
+  behave(b: Behaviour): void;
+  close(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function startFake(handle: (req: IncomingMessage, body: string, res: ServerResponse, asked: string[][]) => void): Promise<FakeUpstream> {
+  let behaviour: Required<Behaviour> = { delayMs: 0, fail: 0, rateLimit: 0 };
+  const fake: FakeUpstream = {
+    url: "",
+    asked: [],
+    requests: 0,
+    behave(b) {
+      behaviour = { delayMs: 0, fail: 0, rateLimit: 0, ...b };
+    },
+    close: async () => {},
+  };
+  const server = createServer(async (req, res) => {
+    fake.requests++;
+    const body = await readBody(req);
+    if (behaviour.delayMs > 0) await new Promise((r) => setTimeout(r, behaviour.delayMs));
+    if (behaviour.rateLimit > 0) {
+      behaviour.rateLimit--;
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "0" });
+      res.end(JSON.stringify({ message: "Rate limit exceeded", code: "RateLimitExceeded" }));
+      return;
+    }
+    if (behaviour.fail > 0) {
+      behaviour.fail--;
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "Internal server error" }));
+      return;
+    }
+    handle(req, body, res, fake.asked);
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return fake;
+}
+
+export interface FakeFarcasterUser {
+  fid: number;
+  username: string;
+  followers: number;
+  /** An X account verified on the Farcaster account. */
+  x?: string;
+}
+
+/** A User object as Neynar's OpenAPI describes it, with its required fields. */
+function neynarUser(address: string, u: FakeFarcasterUser) {
+  return {
+    object: "user",
+    fid: u.fid,
+    username: u.username,
+    display_name: u.username,
+    custody_address: `0x${"c".repeat(40)}`,
+    registered_at: "2024-01-01T00:00:00.000Z",
+    pfp_url: null,
+    profile: { bio: { text: "" } },
+    follower_count: u.followers,
+    following_count: 1,
+    verifications: [address],
+    auth_addresses: [],
+    verified_addresses: { eth_addresses: [address], sol_addresses: [], primary: { eth_address: address, sol_address: null } },
+    verified_accounts: u.x ? [{ platform: "x", username: u.x }] : [],
+  };
+}
+
+/**
+ * GET /v2/farcaster/user/bulk-by-address/?addresses=a,b&address_types=verified_address with
+ * x-api-key: an object keyed by address of User arrays, or 404 ErrorRes when none has a user.
+ */
+export async function startFakeNeynar(
+  users: Map<string, FakeFarcasterUser> | ((address: string) => FakeFarcasterUser | undefined),
+  options: { apiKey?: string } = {},
+): Promise<FakeUpstream> {
+  const lookup = typeof users === "function" ? users : (a: string) => users.get(a);
+  return await startFake((req, _body, res, asked) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (url.pathname !== "/v2/farcaster/user/bulk-by-address/" || req.method !== "GET") {
+      return json(404, { message: "Not found", code: "NotFound" });
+    }
+    if (options.apiKey && req.headers["x-api-key"] !== options.apiKey) {
+      return json(401, { message: "Invalid API key", code: "Unauthorized" });
+    }
+    const addresses = (url.searchParams.get("addresses") ?? "").split(",").filter(Boolean).map((a) => a.toLowerCase());
+    if (addresses.length === 0 || addresses.length > 350) {
+      return json(400, { message: "addresses must hold 1 to 350 addresses", code: "InvalidField", property: "addresses" });
+    }
+    asked.push(addresses);
+    const body: Record<string, unknown[]> = {};
+    for (const address of addresses) {
+      const user = lookup(address);
+      if (user) body[address] = [neynarUser(address, user)];
+    }
+    if (Object.keys(body).length === 0) return json(404, { message: "No users found for the given addresses", code: "NotFound" });
+    return json(200, body);
+  });
+}
+
+/** The ENS Universal Resolver on mainnet, as viem's chain definition names it. */
+export const UNIVERSAL_RESOLVER = "0xeeeeeeee14d718c2b47d9923deab1335e144eeee";
+
+export const universalResolverAbi = parseAbi([
+  "function reverseWithGateways(bytes reverseName, uint256 coinType, string[] gateways) view returns (string resolvedName, address resolver, address reverseResolver)",
+  "error ResolverNotFound(bytes name)",
+]);
+
+/**
+ * A JSON-RPC endpoint (single and batched requests) answering eth_chainId and the eth_call of
+ * reverseWithGateways on the Universal Resolver: the primary name, or the ResolverNotFound
+ * revert viem reads as "no name".
+ */
+export async function startFakeEthRpc(names: Map<string, string> | ((address: string) => string | undefined)): Promise<FakeUpstream> {
+  const lookup = typeof names === "function" ? names : (a: string) => names.get(a);
+  return await startFake((_req, body, res, asked) => {
+    const batchAsked: string[] = [];
+    const answer = (call: { id: unknown; method?: string; params?: any[] }) => {
+      const reply = (r: object) => ({ jsonrpc: "2.0", id: call.id, ...r });
+      if (call.method === "eth_chainId") return reply({ result: "0x1" });
+      if (call.method === "eth_blockNumber") return reply({ result: "0x1000000" });
+      if (call.method !== "eth_call") return reply({ error: { code: -32601, message: "Method not found" } });
+      const tx = call.params?.[0] ?? {};
+      if (String(tx.to).toLowerCase() !== UNIVERSAL_RESOLVER) return reply({ result: "0x" });
+      const { args } = decodeFunctionData({ abi: universalResolverAbi, data: tx.data as Hex });
+      const address = (args[0] as string).toLowerCase();
+      batchAsked.push(address);
+      const name = lookup(address);
+      if (!name) {
+        const data = encodeErrorResult({ abi: universalResolverAbi, errorName: "ResolverNotFound", args: [args[0] as Hex] });
+        return reply({ error: { code: 3, message: "execution reverted", data } });
+      }
+      const result = encodeFunctionResult({
+        abi: universalResolverAbi,
+        functionName: "reverseWithGateways",
+        result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`],
+      });
+      return reply({ result });
+    };
+    const parsed = JSON.parse(body);
+    const out = Array.isArray(parsed) ? parsed.map(answer) : answer(parsed);
+    if (batchAsked.length > 0) asked.push(batchAsked);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(out));
+  });
+}
