@@ -6,7 +6,7 @@ import { createApp } from "./app.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
-import { maintenanceDeps, type MaintenanceDeps } from "./maintenance/run.ts";
+import { maintenanceDeps, REACHABILITY_OFF, type MaintenanceDeps } from "./maintenance/run.ts";
 import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/schedule.ts";
 import { configuredSources } from "./sources/index.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
@@ -36,6 +36,7 @@ async function serve(fetch: (req: Request) => Promise<Response>, config: Config)
  * run what is due (src/maintenance/schedule.ts), and run once right after start. Returns stop.
  */
 function scheduleMaintenance(deps: MaintenanceDeps, at: DailyAt, stopSignal: AbortController): () => Promise<void> {
+  if (!deps.x) deps.log(REACHABILITY_OFF);
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
     running = running.then(() => runDueTasks(deps, at)).catch((err: Error) => deps.log(`Maintenance: ${err.message}`));

@@ -7,6 +7,9 @@ import { recheckReachability, type ReachabilityReport } from "./reachability.ts"
 import { materializeStats } from "./stats.ts";
 import type { XUsersClient } from "../sources/x-users.ts";
 
+const REACHABILITY_OFF_REASON = "X_API_URL and X_BEARER_TOKEN are not set";
+export const REACHABILITY_OFF = `Maintenance: the reachability re-check is off (${REACHABILITY_OFF_REASON})`;
+
 /** How long a run's lease lasts past its last sign of life; a dead run frees its task after this. */
 export const LEASE_MS = 10 * 60_000;
 
@@ -68,9 +71,9 @@ async function whySkipped(db: Db, task: TaskName, now: Date): Promise<string> {
  */
 export async function runTask(deps: MaintenanceDeps, task: TaskName, options: { dueSince?: Date } = {}): Promise<TaskReport> {
   if (task === "reachability" && !deps.x) {
-    const report = { task, status: "off", reason: "X_API_URL and X_BEARER_TOKEN are not set" } as const;
-    deps.log(`Maintenance: the reachability re-check is off (${report.reason})`);
-    return report;
+    // a scheduled run says nothing: the scheduler said it once when it started (reachabilityOff)
+    if (!options.dueSince) deps.log(REACHABILITY_OFF);
+    return { task, status: "off", reason: REACHABILITY_OFF_REASON };
   }
   const now = deps.now();
   const lease = await acquireLease(deps.db, task, { now, until: new Date(now.getTime() + LEASE_MS), dueSince: options.dueSince });

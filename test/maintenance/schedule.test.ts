@@ -81,4 +81,17 @@ eachDatabase("maintenance ticks", (get) => {
     const skipped = await runDueTasks(deps, AT);
     assert.deepEqual(skipped[1], { task: "stats", status: "skipped", reason: "already done since 2026-11-21T03:15:00.000Z" });
   });
+
+  test("without the X API, hourly ticks report the re-check off without logging it each time", async () => {
+    const { db } = get();
+    const clock = createClock("2026-11-22T05:15:00Z");
+    const logs: string[] = [];
+    const deps: MaintenanceDeps = { db, now: clock.now, log: (line) => logs.push(line), reachabilityDailyLimit: 100 };
+    for (const at of ["2026-11-22T05:15:00Z", "2026-11-22T06:15:00Z"]) {
+      clock.set(at);
+      const reports = await runDueTasks(deps, AT);
+      assert.deepEqual(reports[0], { task: "reachability", status: "off", reason: "X_API_URL and X_BEARER_TOKEN are not set" });
+    }
+    assert.deepEqual(logs.filter((l) => l.includes("is off")), []);
+  });
 });
