@@ -1,34 +1,20 @@
 // POST /batch: deduplication, meta, body checks before authentication, size rules, idempotency.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { eachDatabase } from "../support/db.ts";
-import { createClock, createCustomer, json, startServer, type TestServer } from "../support/server.ts";
-import { loadFixtures, W } from "../support/fixtures.ts";
+import { fixtureSuite, json } from "../support/server.ts";
+import { W } from "../support/fixtures.ts";
 
 eachDatabase("POST /batch", (get) => {
-  let server: TestServer;
-  let key: string;
-  let accountId: string;
-  const clock = createClock("2026-11-20T12:00:30Z");
-
-  before(async () => {
-    const { db } = get();
-    await loadFixtures(db, clock.now());
-    ({ apiKey: key, accountId } = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() }));
-    server = await startServer(db, { clock });
-  });
-  after(() => server.close());
-
-  // every test starts in a fresh minute so the 60-unit window never interferes
-  function nextMinute() {
-    clock.advance(60_000);
-  }
+  const suite = fixtureSuite(get);
+  // every test starts in a fresh minute (nextMinute) so the 60-unit window never interferes
+  const { nextMinute } = suite;
 
   function batch(body: unknown, headers: Record<string, string> = {}) {
-    return server.request("/api/v1/batch", {
+    return suite.server.request("/api/v1/batch", {
       method: "POST",
-      key,
+      key: suite.key,
       headers: { "Content-Type": "application/json", ...headers },
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
@@ -37,7 +23,7 @@ eachDatabase("POST /batch", (get) => {
   async function debited() {
     const [row] = await get().db.query<{ n: number }>(
       "SELECT coalesce(sum(matches), 0)::integer AS n FROM debits WHERE account_id = $1",
-      [accountId],
+      [suite.accountId],
     );
     return row.n;
   }
@@ -74,7 +60,7 @@ eachDatabase("POST /batch", (get) => {
 
   test("body problems are 400 INVALID_REQUEST before authentication, without rate-limit headers", async () => {
     for (const bad of ["not json", "[]", "{}", '{"wallets": "0xabc"}', '{"wallets": []}', "null"]) {
-      const res = await fetch(`${server.url}/api/v1/batch`, { method: "POST", body: bad });
+      const res = await fetch(`${suite.server.url}/api/v1/batch`, { method: "POST", body: bad });
       const body = await json(res);
       assert.equal(res.status, 400, `${bad}: ${JSON.stringify(body)}`);
       assert.equal(body.code, "INVALID_REQUEST", bad);
@@ -85,7 +71,7 @@ eachDatabase("POST /batch", (get) => {
   test("a body over 1 MB is 413 measured on bytes read, even without Content-Length", async () => {
     const chunk = Buffer.alloc(64 * 1024, 0x20);
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${server.url}/api/v1/batch`, { method: "POST", headers: { "Transfer-Encoding": "chunked" } }, (res) => {
+      const req = httpRequest(`${suite.server.url}/api/v1/batch`, { method: "POST", headers: { "Transfer-Encoding": "chunked" } }, (res) => {
         let text = "";
         res.on("data", (d) => (text += d));
         res.on("end", () => resolve({ status: res.statusCode!, body: text }));
@@ -135,7 +121,7 @@ eachDatabase("POST /batch", (get) => {
   });
 
   test("no key is 401 once the body is valid", async () => {
-    const res = await fetch(`${server.url}/api/v1/batch`, { method: "POST", body: JSON.stringify({ wallets: [W.full] }) });
+    const res = await fetch(`${suite.server.url}/api/v1/batch`, { method: "POST", body: JSON.stringify({ wallets: [W.full] }) });
     assert.equal(res.status, 401);
     assert.equal((await json(res)).code, "UNAUTHORIZED");
   });
@@ -154,7 +140,7 @@ eachDatabase("POST /batch", (get) => {
     assert.equal((await debited()) - before, 2);
     const rows = await get().db.query<{ n: number }>(
       "SELECT count(*)::integer AS n FROM debits WHERE account_id = $1 AND call_key = 'batch-idem:order-42'",
-      [accountId],
+      [suite.accountId],
     );
     assert.equal(rows[0].n, 1);
     const other = await batch({ wallets: [W.full] }, { "Idempotency-Key": "order-42" });

@@ -1,33 +1,22 @@
 // GET /wallet/{address}: the record rules, lookup classes, staleness, billing and input errors.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { eachDatabase } from "../support/db.ts";
-import { createClock, createCustomer, json, startServer, type TestServer } from "../support/server.ts";
-import { loadFixtures, W } from "../support/fixtures.ts";
+import { fixtureSuite, json } from "../support/server.ts";
+import { W } from "../support/fixtures.ts";
 
 eachDatabase("GET /wallet/{address}", (get) => {
-  let server: TestServer;
-  let key: string;
-  let accountId: string;
-  const clock = createClock("2026-11-20T12:00:30Z");
-
-  before(async () => {
-    const { db } = get();
-    await loadFixtures(db, clock.now());
-    ({ apiKey: key, accountId } = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() }));
-    server = await startServer(db, { clock });
-  });
-  after(() => server.close());
+  const suite = fixtureSuite(get);
 
   async function lookup(address: string) {
-    const res = await server.request(`/api/v1/wallet/${address}`, { key });
+    const res = await suite.server.request(`/api/v1/wallet/${address}`, { key: suite.key });
     return { res, body: await json(res) };
   }
 
   async function debitedFor(callsBefore: number) {
     const rows = await get().db.query<{ n: number }>(
       "SELECT coalesce(sum(matches), 0)::integer AS n FROM debits WHERE account_id = $1",
-      [accountId],
+      [suite.accountId],
     );
     return rows[0].n - callsBefore;
   }
@@ -145,7 +134,7 @@ eachDatabase("GET /wallet/{address}", (get) => {
     assert.equal(await debitedFor(before), 2, "ens/lens/github-only, empty and unseen wallets are free");
     const keys = await get().db.query<{ call_key: string }>(
       "SELECT DISTINCT call_key FROM debits WHERE account_id = $1",
-      [accountId],
+      [suite.accountId],
     );
     assert.equal(new Set(keys.map((k) => k.call_key)).size, keys.length);
   });
@@ -160,9 +149,9 @@ eachDatabase("GET /wallet/{address}", (get) => {
 
   test("a malformed address is 400 INVALID_ADDRESS with rate-limit headers, costing nothing", async () => {
     const before = await debitedFor(0);
-    const ok = await server.request(`/api/v1/wallet/${W.neverSeen}`, { key });
+    const ok = await suite.server.request(`/api/v1/wallet/${W.neverSeen}`, { key: suite.key });
     const remaining = Number(ok.headers.get("x-ratelimit-remaining"));
-    const res = await server.request("/api/v1/wallet/0x1234", { key });
+    const res = await suite.server.request("/api/v1/wallet/0x1234", { key: suite.key });
     const body = await json(res);
     assert.equal(res.status, 400);
     assert.equal(body.code, "INVALID_ADDRESS");
@@ -173,11 +162,11 @@ eachDatabase("GET /wallet/{address}", (get) => {
   });
 
   test("no key or a wrong key is 401 without rate-limit headers", async () => {
-    const none = await server.request(`/api/v1/wallet/${W.full}`);
+    const none = await suite.server.request(`/api/v1/wallet/${W.full}`);
     assert.equal(none.status, 401);
     assert.equal((await json(none)).code, "UNAUTHORIZED");
     assert.equal(none.headers.get("x-ratelimit-limit"), null);
-    const wrong = await server.request(`/api/v1/wallet/${W.full}`, { key: `wid_live_${"x".repeat(32)}` });
+    const wrong = await suite.server.request(`/api/v1/wallet/${W.full}`, { key: `wid_live_${"x".repeat(32)}` });
     assert.equal(wrong.status, 401);
   });
 });
