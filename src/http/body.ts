@@ -1,5 +1,6 @@
 // Reads a request body up to a byte limit, counting bytes actually read (never Content-Length).
 import * as v from "valibot";
+import { normalizeAddressList } from "../index/address.ts";
 import { ApiError } from "./errors.ts";
 import { WalletListBody } from "./schemas.ts";
 
@@ -56,4 +57,17 @@ export function parseWalletList(body: Uint8Array): unknown[] {
   if (shapeIssue.input === undefined) throw new ApiError(400, "INVALID_REQUEST", "Request body must be a JSON object with a wallets array");
   if (shapeIssue.type === "array") throw new ApiError(400, "INVALID_REQUEST", "wallets must be an array of addresses");
   throw new ApiError(400, "INVALID_REQUEST", "wallets must not be empty");
+}
+
+/**
+ * A `{wallets}` body read up to `maxBytes`: the entries as sent (the rate weight counts them),
+ * the distinct lowercased addresses in order, and the entries that are not addresses.
+ */
+export async function readWalletList(
+  req: Request,
+  limit: { maxBytes: number; label: string },
+): Promise<{ body: Uint8Array; entries: unknown[]; unique: string[]; invalid: unknown[] }> {
+  const body = await readBodyLimited(req, limit.maxBytes, limit.label);
+  const entries = parseWalletList(body);
+  return { body, entries, ...normalizeAddressList(entries) };
 }

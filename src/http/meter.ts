@@ -182,6 +182,15 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
   }
 }
 
+/**
+ * Bad input refused after the key is known: authenticated at no cost, so the refusal carries
+ * the rate-limit headers and spends nothing. Returns the error for the caller to throw.
+ */
+export async function refusal(c: Context, deps: MeterDeps, route: string, error: ApiError): Promise<ApiError> {
+  await meter(c, deps, { route, weight: 0, needsCredits: false });
+  return error;
+}
+
 /** The window closest to exhaustion: lowest remaining, the shortest window on a tie. */
 export function rateLimitHeaders(m: Metered): Record<string, string> | undefined {
   let chosen: { w: Window; remaining: number } | undefined;

@@ -3,12 +3,11 @@
 import { Hono } from "hono";
 import * as v from "valibot";
 import { buildViews } from "../index/records.ts";
-import { normalizeAddressList } from "../index/address.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { sql } from "../db/queries.ts";
-import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
+import { ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter } from "../http/meter.ts";
+import { meter, refusal } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -42,18 +41,13 @@ export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
-    const body = await readBodyLimited(c.req.raw, ONE_MB, "1 MB");
-    const entries = parseWalletList(body);
+    const { body, entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 
-    const { unique, invalid } = normalizeAddressList(entries);
-    if (invalid.length > 0) {
-      await meter(c, meterDeps(deps), { route: BATCH_ROUTE, weight: 0, needsCredits: false });
-      throw invalidAddress(invalid);
-    }
+    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid));
 
     const metered = await meter(c, meterDeps(deps), {
         route: BATCH_ROUTE,

@@ -2,11 +2,10 @@
 // and a billing band only, never identities; free at any balance, rate weight 1 per address.
 import { Hono } from "hono";
 import { buildViews } from "../index/records.ts";
-import { normalizeAddressList } from "../index/address.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
-import { ONE_MB, parseWalletList, readBodyLimited } from "../http/body.ts";
+import { ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter } from "../http/meter.ts";
+import { meter, refusal } from "../http/meter.ts";
 import { EstimateResponse, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
@@ -39,18 +38,15 @@ export function estimateRoutes(deps: RouteDeps) {
 
   app.post("/estimate", async (c) => {
     // body checks first, as for batch: the rate weight is the body's address count
-    const body = await readBodyLimited(c.req.raw, ONE_MB, "1 MB");
-    const entries = parseWalletList(body);
-    const { unique, invalid } = normalizeAddressList(entries);
-    if (invalid.length > 0 || unique.length < ESTIMATE_MIN_ADDRESSES) {
-      // authenticated at no cost, so the refusal carries the rate-limit headers
-      await meter(c, meterDeps(deps), { route: ESTIMATE_ROUTE, weight: 0, needsCredits: false });
-      if (invalid.length > 0) throw invalidAddress(invalid);
-      throw new ApiError(
+    const { entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, invalidAddress(invalid));
+    if (unique.length < ESTIMATE_MIN_ADDRESSES) {
+      const tooSmall = new ApiError(
         400,
         "LIST_TOO_SMALL",
         `Too few addresses: ${unique.length} distinct sent, an estimate needs at least ${ESTIMATE_MIN_ADDRESSES}`,
       );
+      throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, tooSmall);
     }
 
     const metered = await meter(c, meterDeps(deps), {

@@ -3,12 +3,11 @@
 import { Hono } from "hono";
 import * as v from "valibot";
 import { sql } from "../db/queries.ts";
-import { normalizeAddressList } from "../index/address.ts";
 import { buildViews, selectIdentityRows } from "../index/records.ts";
 import { readCredits } from "../ledger/accounts.ts";
-import { parseWalletList, readBodyLimited } from "../http/body.ts";
+import { readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter } from "../http/meter.ts";
+import { meter, refusal } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { createJob, INLINE_MAX } from "../jobs/submit.ts";
 import { FAILED_JOB_MESSAGE, runJob, type JobRunDeps } from "../jobs/run.ts";
@@ -90,14 +89,9 @@ export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
   const app = new Hono();
 
   app.post("/jobs", async (c) => {
-    const body = await readBodyLimited(c.req.raw, JOB_BODY_LIMIT, "4.5 MB");
-    const entries = parseWalletList(body);
-    const { unique, invalid } = normalizeAddressList(entries);
+    const { unique, invalid } = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MB" });
     // authenticated (and the balance read) before anything is counted: refusals cost nothing
-    if (invalid.length > 0) {
-      await meter(c, meterDeps(deps), { route: JOBS_ROUTE, weight: 0, needsCredits: false });
-      throw invalidAddress(invalid);
-    }
+    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), JOBS_ROUTE, invalidAddress(invalid));
     const checked = await meter(c, meterDeps(deps), { route: JOBS_ROUTE, weight: 0, needsCredits: true, wallets: unique.length });
     if (!checked.unmetered && checked.available !== null && unique.length > 10 * checked.available) {
       const max = 10 * checked.available;

@@ -7,7 +7,7 @@ import { sql } from "../db/queries.ts";
 import { isApiKeyShape } from "../ledger/keys.ts";
 import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
-import { credentialOf, keyDigest, meter } from "../http/meter.ts";
+import { credentialOf, keyDigest, meter, refusal } from "../http/meter.ts";
 import { reverseRowJson } from "../http/render.ts";
 import {
   ReverseFarcasterParams,
@@ -78,12 +78,6 @@ interface PageRow {
   rank: number | null;
 }
 
-/** Authenticates without cost, so the refusal carries the rate-limit headers; returns the error to throw. */
-async function refusal(c: Context, deps: RouteDeps, route: string, error: ApiError): Promise<ApiError> {
-  await meter(c, meterDeps(deps), { route, weight: 0, needsCredits: false });
-  return error;
-}
-
 async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise<Response> {
   const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
   let after: { rank: number; wallet: string } = FIRST_PAGE;
@@ -91,7 +85,7 @@ async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise
     try {
       after = await deps.cursors.open(cursor, lookup);
     } catch (err) {
-      throw err instanceof ApiError ? await refusal(c, deps, lookup.route, err) : err;
+      throw err instanceof ApiError ? await refusal(c, meterDeps(deps), lookup.route, err) : err;
     }
   }
 
@@ -157,7 +151,7 @@ export function reverseRoutes(deps: RouteDeps) {
   app.get("/reverse/twitter/:handle", async (c) => {
     const params = v.safeParse(ReverseTwitterParams, { handle: c.req.param("handle") });
     if (!params.success) {
-      throw await refusal(c, deps, REVERSE_TWITTER_ROUTE, new ApiError(400, "INVALID_HANDLE", params.issues[0].message));
+      throw await refusal(c, meterDeps(deps), REVERSE_TWITTER_ROUTE, new ApiError(400, "INVALID_HANDLE", params.issues[0].message));
     }
     const handle = params.output.handle.replace(/^@/, "").toLowerCase();
     return await reversePage(c, deps, { kind: "twitter", key: handle, route: REVERSE_TWITTER_ROUTE });
@@ -166,7 +160,7 @@ export function reverseRoutes(deps: RouteDeps) {
   app.get("/reverse/farcaster/:username", async (c) => {
     const params = v.safeParse(ReverseFarcasterParams, { username: c.req.param("username") });
     if (!params.success) {
-      throw await refusal(c, deps, REVERSE_FARCASTER_ROUTE, new ApiError(400, "INVALID_USERNAME", params.issues[0].message));
+      throw await refusal(c, meterDeps(deps), REVERSE_FARCASTER_ROUTE, new ApiError(400, "INVALID_USERNAME", params.issues[0].message));
     }
     const username = params.output.username.toLowerCase();
     return await reversePage(c, deps, { kind: "farcaster", key: username, route: REVERSE_FARCASTER_ROUTE });

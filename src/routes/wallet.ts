@@ -3,7 +3,7 @@ import { Hono, type Context } from "hono";
 import * as v from "valibot";
 import { buildViews, type WalletView } from "../index/records.ts";
 import { invalidAddress } from "../http/errors.ts";
-import { meter } from "../http/meter.ts";
+import { meter, refusal } from "../http/meter.ts";
 import { walletRecordJson } from "../http/render.ts";
 import { WalletLookupResponse, WalletParams } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -60,11 +60,7 @@ export function walletRoutes(deps: RouteDeps) {
   app.get("/wallet/:address", async (c) => {
     const raw = c.req.param("address");
     const params = v.safeParse(WalletParams, { address: raw });
-    if (!params.success) {
-      // authenticated first so the 400 carries the rate-limit headers; bad input costs nothing
-      await meter(c, meterDeps(deps), { route: WALLET_ROUTE, weight: 0, needsCredits: false });
-      throw invalidAddress([raw]);
-    }
+    if (!params.success) throw await refusal(c, meterDeps(deps), WALLET_ROUTE, invalidAddress([raw]));
     const address = params.output.address.toLowerCase();
     // metering and the lookup are one round trip
     const metered = await meter(c, meterDeps(deps), {
