@@ -41,13 +41,13 @@ export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
-    const { body, entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    const { body, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid));
+    if (invalidCount > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid, invalidCount));
 
     const metered = await meter(c, meterDeps(deps), {
         route: BATCH_ROUTE,

@@ -38,8 +38,8 @@ export function estimateRoutes(deps: RouteDeps) {
 
   app.post("/estimate", async (c) => {
     // body checks first, as for batch: the rate weight is the body's address count
-    const { entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, invalidAddress(invalid));
+    const { entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    if (invalidCount > 0) throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, invalidAddress(invalid, invalidCount));
     if (unique.length < ESTIMATE_MIN_ADDRESSES) {
       const tooSmall = new ApiError(
         400,

@@ -89,9 +89,9 @@ export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
   const app = new Hono();
 
   app.post("/jobs", async (c) => {
-    const { unique, invalid } = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MB" });
+    const { unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MB" });
     // authenticated (and the balance read) before anything is counted: refusals cost nothing
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), JOBS_ROUTE, invalidAddress(invalid));
+    if (invalidCount > 0) throw await refusal(c, meterDeps(deps), JOBS_ROUTE, invalidAddress(invalid, invalidCount));
     const checked = await meter(c, meterDeps(deps), { route: JOBS_ROUTE, weight: 0, needsCredits: true, wallets: unique.length });
     if (!checked.unmetered && checked.available !== null && unique.length > 10 * checked.available) {
       const max = 10 * checked.available;
