@@ -90,13 +90,27 @@ export function checkJsonShape(body: Uint8Array, maxValues: number): void {
 const NOT_A_LIST = "Request body must be a JSON object with a wallets array";
 
 /**
+ * The canonical text of a JSON value: object keys sorted, no whitespace. Two bodies that are the
+ * same JSON written differently have the same canonical text (an Idempotency-Key compares it).
+ * Recursive: only for values checkJsonShape let through, at most MAX_JSON_DEPTH deep.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
  * Parses `{wallets: [...]}`; INVALID_REQUEST when the body is not JSON, too deep or too long, or
  * wallets is missing, not an array or empty. Entries are not looked at here: INVALID_ADDRESS is
  * decided after authentication, so that 400 carries the rate-limit headers. (WalletListBody
  * documents the shape; it is not used to check it because a valibot pass builds an issue object
  * for every bad entry, millions of them for a body of numbers.)
  */
-export function parseWalletList(body: Uint8Array, maxEntries: number): unknown[] {
+export function parseWalletList(body: Uint8Array, maxEntries: number): { document: object; wallets: unknown[] } {
   // a few values beyond the list's own for other keys, which are ignored
   checkJsonShape(body, maxEntries + 64);
   let parsed: unknown;
@@ -114,19 +128,19 @@ export function parseWalletList(body: Uint8Array, maxEntries: number): unknown[]
   if (wallets.length > maxEntries) {
     throw new ApiError(400, "INVALID_REQUEST", `wallets holds ${wallets.length} entries: no request can carry more than ${maxEntries} addresses`);
   }
-  return wallets;
+  return { document: parsed, wallets };
 }
 
 /**
  * A `{wallets}` body read up to `maxBytes`: the entries as sent (the rate weight counts them),
- * the distinct lowercased addresses in order, and the first few entries that are not addresses
- * with their count.
+ * the distinct lowercased addresses in order, the first few entries that are not addresses
+ * with their count, and the parsed document.
  */
 export async function readWalletList(
   req: Request,
   limit: { maxBytes: number; label: string },
-): Promise<{ body: Uint8Array; entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number }> {
+): Promise<{ document: object; entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number }> {
   const body = await readBodyLimited(req, limit.maxBytes, limit.label);
-  const entries = parseWalletList(body, maxListEntries(limit.maxBytes));
-  return { body, entries, ...normalizeAddressList(entries) };
+  const { document, wallets } = parseWalletList(body, maxListEntries(limit.maxBytes));
+  return { document, entries: wallets, ...normalizeAddressList(wallets) };
 }

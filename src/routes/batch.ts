@@ -4,10 +4,9 @@ import { Hono } from "hono";
 import * as v from "valibot";
 import { buildViews } from "../index/records.ts";
 import { sha256Hex } from "../ledger/keys.ts";
-import { sql } from "../db/queries.ts";
-import { ONE_MB, readWalletList } from "../http/body.ts";
+import { canonicalJson, ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter, refusal } from "../http/meter.ts";
+import { meter, refusal, releaseIdempotencyClaim, storeIdempotentResponse } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -41,7 +40,7 @@ export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
-    const { body, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    const { document, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
@@ -49,19 +48,20 @@ export function batchRoutes(deps: RouteDeps) {
 
     if (invalidCount > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid, invalidCount));
 
+    // the same JSON with other whitespace or key order is the same request
+    const requestHash = idempotencyKey ? await sha256Hex(canonicalJson(document)) : undefined;
     const metered = await meter(c, meterDeps(deps), {
-        route: BATCH_ROUTE,
-        weight: entries.length,
-        needsCredits: true,
-        listSize: entries.length,
-        billWallets: unique,
-        wallets: entries.length,
-        // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
-        callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
-        idempotencyKey,
-        lookup: unique,
-      });
-    const requestHash = idempotencyKey ? await sha256Hex(new TextDecoder().decode(body)) : undefined;
+      route: BATCH_ROUTE,
+      weight: entries.length,
+      needsCredits: true,
+      listSize: entries.length,
+      billWallets: unique,
+      wallets: entries.length,
+      // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
+      callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
+      idempotency: idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
+      lookup: unique,
+    });
 
     if (metered.replay) {
       if (metered.replay.requestHash !== requestHash) {
@@ -76,28 +76,25 @@ export function batchRoutes(deps: RouteDeps) {
       return c.body(metered.replay.body, metered.replay.status as 200, { "Content-Type": "application/json" });
     }
 
-    const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
-    const data = unique.map((address) => {
-      const view = views.get(address);
-      return view && view.found ? batchRowJson(view) : null;
-    });
-    const found = data.filter((row) => row !== null).length;
-    // matched is what meter_call counted and debited with the same x_or_farcaster predicate
-    const payload = JSON.stringify({
-      data,
-      meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
-    });
-    if (idempotencyKey) {
-      await deps.db.query(sql("idempotent_responses_insert"), [
-        metered.accountId,
-        idempotencyKey,
-        requestHash,
-        200,
-        payload,
-        deps.now(),
-      ]);
+    try {
+      const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+      const data = unique.map((address) => {
+        const view = views.get(address);
+        return view && view.found ? batchRowJson(view) : null;
+      });
+      const found = data.filter((row) => row !== null).length;
+      // matched is what meter_call counted and debited with the same x_or_farcaster predicate
+      const payload = JSON.stringify({
+        data,
+        meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
+      });
+      await storeIdempotentResponse(meterDeps(deps), metered, { status: 200, body: payload });
+      return c.body(payload, 200, { "Content-Type": "application/json" });
+    } catch (err) {
+      // the next request with the key runs now rather than after the claim expires
+      await releaseIdempotencyClaim(meterDeps(deps), metered).catch((e) => deps.log(`Cannot release an Idempotency-Key claim: ${String(e)}`));
+      throw err;
     }
-    return c.body(payload, 200, { "Content-Type": "application/json" });
   });
 
   return app;
