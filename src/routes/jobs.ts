@@ -119,6 +119,7 @@ export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
         processed: 0,
         stageStats: {},
         attempts: 1,
+        stalledAttempts: 1,
         owner: inline.owner,
       });
       if (outcome === "completed" || outcome === "failed") status = outcome;

@@ -24,7 +24,9 @@ LANGUAGE sql STABLE AS $$
               ELSE ir.created_at > p_now - interval '24 hours' END
 $$;
 
-DROP FUNCTION meter_call(text, timestamptz, integer, boolean, integer, text, text[], text);
+-- The 8-argument meter_call of 00003 stays beside this one for processes of the previous
+-- release during a rolling deploy (and for the bench's before-and-after run); a later
+-- migration drops it.
 
 -- The whole metering step of an authenticated request, in one round trip.
 -- outcome: unauthorized | replay | in_flight | batch_too_large | rate_limited | no_credits | ok
@@ -232,3 +234,10 @@ BEGIN
   outcome := 'ok';
   RETURN NEXT;
 END $$;
+
+-- Jobs count the attempts that made no progress, not the claims: a job whose workers keep
+-- dying but checkpoint in between keeps going; one that fails again and again at the same
+-- position is failed. jobs_claim_next compares the checkpoint with the one of the last claim.
+ALTER TABLE jobs
+  ADD COLUMN claimed_at_processed integer NOT NULL DEFAULT 0,
+  ADD COLUMN stalled_attempts integer NOT NULL DEFAULT 0;
