@@ -96,9 +96,10 @@ BEGIN
   END IF;
 
   -- "Checked, not reserved" means each call sees the debits of the calls before it: a call that
-  -- can spend credits holds the account's debit lock (debit_matches takes the same one) from
-  -- the balance read to its commit, so concurrent calls, from any process, check one by one.
-  IF v_claimed IS NOT FALSE AND p_needs_credits AND NOT a.unmetered THEN
+  -- will debit holds the account's debit lock (debit_matches takes the same one) from the
+  -- balance read to its commit, so concurrent calls, from any process, check one by one. A
+  -- call with nothing to bill cannot overdraw and does not queue.
+  IF v_claimed IS NOT FALSE AND p_needs_credits AND NOT a.unmetered AND matched > 0 THEN
     PERFORM pg_advisory_xact_lock(hashtextextended(a.account_id::text, 7201));
   END IF;
 
