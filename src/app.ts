@@ -18,6 +18,7 @@ import { jobRoutes } from "./routes/jobs.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
+import type { VerifyAccessToken } from "./mcp/credentials.ts";
 
 export interface AppDeps {
   db: Db;
@@ -28,6 +29,8 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); absent, they get 401. */
+  verifyAccessToken?: VerifyAccessToken;
 }
 
 export interface App {
