@@ -15,6 +15,7 @@ import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
@@ -29,12 +30,15 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** The connection's peer address, given the runtime's second fetch argument (src/main.ts). */
+  peerAddress?: (req: Request, env: unknown) => string | undefined;
   /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); absent, they get 401. */
   verifyAccessToken?: VerifyAccessToken;
 }
 
 export interface App {
-  fetch: (req: Request) => Promise<Response>;
+  /** `env`: the runtime's second fetch argument, handed to `peerAddress`. */
+  fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
@@ -54,6 +58,7 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/mcp$/, methods: ["POST"] },
 ];
 
 const CORS_HEADERS = {
@@ -98,6 +103,9 @@ export function createApp(deps: AppDeps): App {
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
 
+  const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
+  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: deps.verifyAccessToken, peerAddress: deps.peerAddress }));
+
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
   v1.route("/", walletRoutes(routeDeps));
@@ -105,7 +113,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", reverseRoutes(routeDeps));
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
-  v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
+  v1.route("/", jobRoutes(routeDeps, jobs));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {
@@ -122,7 +130,7 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request) => await app.fetch(req),
+    fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };

@@ -48,6 +48,8 @@ export const QUERY_NAMES = [
   "links_select_found_wallets",
   "live_answers_select_fresh",
   "live_answers_upsert_many",
+  "mcp_hourly_requests_count",
+  "mcp_hourly_requests_delete_before",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

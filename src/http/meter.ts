@@ -247,16 +247,21 @@ export function meteredResponses(usage: UsageRecorder, now: () => Date): Middlew
     if (!m) return;
     const headers = rateLimitHeaders(m);
     if (headers) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-    usage.record({
-      accountId: m.accountId,
-      keyId: m.keyId,
-      route: m.route,
-      status: c.res.status,
-      latencyMs: performance.now() - started,
-      units: m.units,
-      wallets: m.wallets,
-      matches: c.res.status < 400 ? m.matched : 0,
-      at: now(),
-    });
+    recordUsage(usage, m, { status: c.res.status, latencyMs: performance.now() - started, at: now() });
   };
+}
+
+/** The usage event of a metered call (REST request or MCP tool call), under its route template. */
+export function recordUsage(usage: UsageRecorder, m: Metered, outcome: { status: number; latencyMs: number; at: Date }): void {
+  usage.record({
+    accountId: m.accountId,
+    keyId: m.keyId,
+    route: m.route,
+    status: outcome.status,
+    latencyMs: outcome.latencyMs,
+    units: m.units,
+    wallets: m.wallets,
+    matches: outcome.status < 400 ? m.matched : 0,
+    at: outcome.at,
+  });
 }
