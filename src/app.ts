@@ -3,14 +3,13 @@ import { Hono, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
-import { createUsageRecorder, type UsageRecorder } from "./ledger/usage.ts";
+import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { estimateRoutes } from "./routes/estimate.ts";
 import { reverseRoutes } from "./routes/reverse.ts";
-import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
@@ -18,7 +17,7 @@ import { jobRoutes } from "./routes/jobs.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
-import type { RouteDeps } from "./routes/deps.ts";
+import { createRouteDeps } from "./routes/deps.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
 
 export interface AppDeps {
@@ -91,11 +90,8 @@ export function requestIdAndCors(): MiddlewareHandler {
 }
 
 export function createApp(deps: AppDeps): App {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log ?? ((line: string) => console.error(line));
-  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
-  const cursors = createCursorSigner(deps.db, deps.config.cursorSecret);
-  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log, cursors };
+  const routeDeps = createRouteDeps(deps);
+  const { now, log, usage } = routeDeps;
 
   const app = new Hono();
 

@@ -192,7 +192,8 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
 
     test("counted per IP address without a working credential, 120 an hour; a mistyped key counts as none", async () => {
       await setHourly("ip:127.0.0.1", 120);
-      for (const headers of [{}, { Authorization: `Bearer wid_live_${"Q".repeat(32)}` }, { "X-Forwarded-For": "203.0.113.9" }]) {
+      const callers: Array<Record<string, string>> = [{}, { Authorization: `Bearer wid_live_${"Q".repeat(32)}` }, { "X-Forwarded-For": "203.0.113.9" }];
+      for (const headers of callers) {
         const res = await rpc(server.url, INITIALIZE, headers);
         assert.equal(res.status, 429, JSON.stringify(headers));
         assert.match((await body(res)).error.message, /Hourly limit reached \(ip\): 120 requests an hour per IP address/);
