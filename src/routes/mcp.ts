@@ -2,6 +2,7 @@
 // McpServer per request. Before any MCP work: DNS-rebinding checks, the credential step, the 401
 // of a tools/call without credential, and the hourly limit of every other method.
 import { Hono, type Context } from "hono";
+import * as v from "valibot";
 import {
   createMcpHandler,
   hostHeaderValidationResponse,
@@ -25,7 +26,58 @@ export interface McpRouteDeps extends McpDeps {
   peerAddress?: (req: Request, env: unknown) => string | undefined;
 }
 
-export const mcpOpenapi: Operation[] = [];
+const JsonRpcMessage = v.looseObject({
+  jsonrpc: v.literal("2.0"),
+  id: v.optional(v.union([v.string(), v.number()])),
+  method: v.pipe(
+    v.string(),
+    v.description("initialize, notifications/initialized, ping, tools/list, tools/call (2025 revisions); server/discover, tools/list, tools/call with the per-request _meta envelope (2026-07-28)"),
+  ),
+  params: v.optional(v.looseObject({})),
+});
+
+const JsonRpcError = v.object({
+  jsonrpc: v.literal("2.0"),
+  id: v.nullable(v.union([v.string(), v.number()])),
+  error: v.object({ code: v.pipe(v.number(), v.description("JSON-RPC error code")), message: v.string() }),
+});
+
+export const mcpOpenapi: Operation[] = [
+  {
+    method: "post",
+    path: "/mcp",
+    site: true,
+    operationId: "mcp",
+    tag: "MCP",
+    summary: "MCP tool server (Streamable HTTP)",
+    description: [
+      "The Model Context Protocol endpoint for MCP hosts: JSON-RPC 2.0 over POST, stateless, answered as `application/json` (send `Accept: application/json, text/event-stream`). Hosts on the 2026-07-28 revision and on the 2025 revisions (2025-11-25 back to 2024-11-05) connect alike; GET and DELETE answer 405.",
+      "Eight tools: `walletid_resolve_wallets` (1 address up to the batch size; the `/wallet` or `/batch` path), `walletid_estimate_list`, `walletid_submit_job`, `walletid_job_status` (first 100 result rows from `offset`), `walletid_reverse_twitter`, `walletid_reverse_farcaster`, `walletid_account_balance`, `walletid_index_stats`. Each result is a JSON text block and the same object as `structuredContent`, with `billed_matches` and `quota` (the balance before the call's debit and the three rate windows).",
+      "Credentials: `initialize`, `ping` and `tools/list` work without one; `tools/call` needs an API key (either Authorization form) or an OAuth access token (`wid_mcp_…`), else 401 with `WWW-Authenticate`. A mistyped key, no credits (naming the purchase endpoint and the pack price) and a rate limit (naming the seconds to wait) are tool errors (`isError: true`, HTTP 200).",
+      "Billing and limits: every tool call is billed and rate-limited exactly as the REST endpoint it uses, and recorded in `/usage` under that endpoint. Every other method is limited to 600 requests an hour per account with a working credential (all its keys and connections together) and 120 an hour per IP address without one; a refusal is 429 with `Retry-After` and names the limit. Requests whose `Host` or `Origin` names another site are refused (403, DNS-rebinding protection).",
+    ].join("\n\n"),
+    auth: false,
+    optionalAuth: true,
+    headers: { "Mcp-Protocol-Version": v.pipe(v.string(), v.description("The negotiated protocol revision, sent by the host after initialize")) },
+    body: v.union([JsonRpcMessage, v.array(JsonRpcMessage)]),
+    success: {
+      status: 200,
+      description: "The JSON-RPC response; notifications alone are answered 202 with no body",
+      schema: v.looseObject({ jsonrpc: v.literal("2.0"), id: v.union([v.string(), v.number()]), result: v.optional(v.looseObject({})), error: v.optional(v.looseObject({})) }),
+    },
+    errors: [
+      { status: 400, codes: ["-32700 (parse error)", "-32600 (invalid request)"] },
+      { status: 401, codes: ["-32001 (tools/call without a credential, or an invalid OAuth token)"] },
+      { status: 403, codes: ["-32000 (Host or Origin not allowed)"] },
+      { status: 405, codes: ["METHOD_NOT_ALLOWED (GET, DELETE)"] },
+      { status: 413, codes: ["-32600 (body over 1 MB)"] },
+      { status: 415, codes: ["-32000 (Content-Type is not application/json)"] },
+      { status: 429, codes: ["-32000 (hourly limit of non-tool methods)"] },
+      { status: 503, codes: ["-32000 (token service unavailable)", "SERVICE_UNAVAILABLE"] },
+    ],
+    errorBody: JsonRpcError,
+  },
+];
 
 function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
   return Response.json({ jsonrpc: "2.0", id: null, error: { code, message } }, { status, headers });
@@ -66,11 +118,9 @@ export function mcpRoutes(deps: McpRouteDeps) {
 
   const app = new Hono();
 
-  app.all("/mcp", async (c: Context) => {
+  // GET and DELETE (SSE streams and sessions) answer 405 through the app's table of known routes
+  app.post("/mcp", async (c: Context) => {
     const req = c.req.raw;
-    if (req.method !== "POST") {
-      return rpcError(405, -32000, "Method not allowed: this MCP server is stateless, send JSON-RPC with POST", { Allow: "POST, OPTIONS" });
-    }
     if (req.headers.has("host")) {
       const refused = hostHeaderValidationResponse(req, allowedHosts);
       if (refused) return refused;

@@ -230,8 +230,6 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
       ["an empty batch", { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body: "[]" }, 400],
       ["a number", { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" }, body: "42" }, 400],
       ["text/plain", { method: "POST", headers: { "Content-Type": "text/plain" }, body: JSON.stringify(LIST) }, 415],
-      ["GET", { method: "GET" }, 405],
-      ["DELETE", { method: "DELETE" }, 405],
     ];
     for (const [name, init, status] of cases) {
       test(name, async () => {
@@ -243,12 +241,34 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
       });
     }
 
+    test("GET and DELETE: 405, POST allowed", async () => {
+      for (const method of ["GET", "DELETE"]) {
+        const res = await fetch(`${server.url}/mcp`, { method });
+        assert.equal(res.status, 405);
+        assert.match(res.headers.get("Allow") ?? "", /POST/);
+        assert.equal((await body(res)).code, "METHOD_NOT_ALLOWED");
+      }
+    });
+
     test("an unknown method: JSON-RPC method not found", async () => {
       const res = await rpc(server.url, { jsonrpc: "2.0", id: 9, method: "resources/list", params: {} });
       const out = await body(res);
       assert.ok(res.status < 500);
       assert.equal(out.error.code, -32601);
     });
+  });
+
+  test("the OpenAPI document and /docs describe POST /mcp", async () => {
+    const doc = await body(await fetch(`${server.url}/api/v1/openapi.json`));
+    const op = doc.paths["/mcp"].post;
+    assert.deepEqual(doc.paths["/mcp"].servers.map((s: { url: string }) => s.url), [server.config.publicUrl]);
+    assert.deepEqual(op.security, [{ bearerApiKey: [] }, { plainApiKey: [] }, {}], "a credential is optional");
+    assert.ok(op.responses["401"].headers["WWW-Authenticate"]);
+    assert.ok(op.responses["429"].headers["Retry-After"]);
+    assert.match(op.description, /walletid_reverse_farcaster/);
+    const docs = await (await fetch(`${server.url}/docs`)).text();
+    assert.match(docs, /\/mcp/);
+    assert.match(docs, /walletid_resolve_wallets/);
   });
 
   describe("DNS rebinding", () => {
