@@ -14,27 +14,30 @@ export interface McpTestClient {
   close(): Promise<void>;
 }
 
+interface SdkClient {
+  connect(transport: never): Promise<void>;
+  listTools(): Promise<unknown>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
 export async function connect(kind: ClientKind, url: string, key?: string): Promise<McpTestClient> {
   const requestInit = key ? { headers: { Authorization: `Bearer ${key}` } } : undefined;
-  if (kind === "v1") {
-    const client = new ClientV1({ name: "walletid-test-v1", version: "0.0.0" });
-    const transport = new TransportV1(new URL(`${url}/mcp`), { requestInit });
-    await client.connect(transport);
-    return {
-      protocolVersion: transport.protocolVersion,
-      listTools: () => client.listTools() as any,
-      callTool: (name, args) => client.callTool({ name, arguments: args }) as any,
-      close: () => client.close(),
-    };
-  }
-  const client = new ClientV2({ name: "walletid-test-v2", version: "0.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
-  const transport = new TransportV2(new URL(`${url}/mcp`), { requestInit });
-  await client.connect(transport);
+  const endpoint = new URL(`${url}/mcp`);
+  const [client, transport] =
+    kind === "v1"
+      ? [new ClientV1({ name: "walletid-test-v1", version: "0.0.0" }), new TransportV1(endpoint, { requestInit })]
+      : [
+          new ClientV2({ name: "walletid-test-v2", version: "0.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } }),
+          new TransportV2(endpoint, { requestInit }),
+        ];
+  const sdk = client as unknown as SdkClient;
+  await sdk.connect(transport as never);
   return {
     protocolVersion: transport.protocolVersion,
-    listTools: () => client.listTools() as any,
-    callTool: (name, args) => client.callTool({ name, arguments: args }) as any,
-    close: () => client.close(),
+    listTools: () => sdk.listTools() as never,
+    callTool: (name, args) => sdk.callTool({ name, arguments: args }) as never,
+    close: () => sdk.close(),
   };
 }
 
