@@ -22,6 +22,8 @@ export interface McpFigures {
   clients: number;
   seconds: number;
   mcp: CallFigures;
+  /** The same tools/call POSTed with fetch: the server's share of the MCP cost, without the SDK client's. */
+  raw: CallFigures;
   rest: CallFigures;
   ratio: number;
   target: number;
@@ -88,6 +90,16 @@ export async function benchMcp(options: {
     };
     if (result.isError) throw new Error(result.content[0]?.text ?? "tool error");
   };
+  let id = 0;
+  const rawCall = async () => {
+    const res = await fetch(`${url}/mcp`, {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name: "walletid_resolve_wallets", arguments: { wallets: [pickWallet()] } } }),
+    });
+    const body = (await res.json()) as { result?: { isError?: boolean } };
+    if (res.status !== 200 || !body.result || body.result.isError) throw new Error(`tools/call answered ${res.status}`);
+  };
   const restCall = async () => {
     const res = await fetch(`${url}/api/v1/wallet/${pickWallet()}`, { headers });
     await res.arrayBuffer();
@@ -95,6 +107,7 @@ export async function benchMcp(options: {
   };
   const cases = [
     { id: "mcp", label: "MCP walletid_resolve_wallets (1 address, SDK client)", callers: sessions.map(mcpCall) },
+    { id: "raw", label: "MCP tools/call POSTed with fetch (no SDK client)", callers: sessions.map(() => rawCall) },
     { id: "rest", label: "REST GET /wallet (fetch)", callers: sessions.map(() => restCall) },
   ];
   try {
@@ -119,19 +132,21 @@ export async function benchMcp(options: {
       };
     };
     const mcp = summary("mcp", cases[0].label);
-    const rest = summary("rest", cases[1].label);
-    return { clients: options.clients, seconds: options.seconds, mcp, rest, ratio: mcp.callsPerSecond / rest.callsPerSecond, target: MCP_RATIO_TARGET };
+    const raw = summary("raw", cases[1].label);
+    const rest = summary("rest", cases[2].label);
+    return { clients: options.clients, seconds: options.seconds, mcp, raw, rest, ratio: mcp.callsPerSecond / rest.callsPerSecond, target: MCP_RATIO_TARGET };
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => {})));
   }
 }
 
 export function printMcpReport(f: McpFigures, log: (line: string) => void): void {
-  for (const c of [f.mcp, f.rest]) {
+  for (const c of [f.mcp, f.raw, f.rest]) {
     log(
       `${c.label}: ${c.callsPerSecond.toFixed(0)} calls/s, p50 ${c.p50Ms.toFixed(1)} ms, p99 ${c.p99Ms.toFixed(1)} ms, ` +
         `${c.failures} failures (by round: ${c.rounds.map((x) => x.toFixed(0)).join(", ")})`,
     );
   }
   log(`MCP / REST: ${f.ratio.toFixed(2)} (target >= ${f.target})${f.ratio < f.target ? "  BELOW TARGET" : ""}; ${f.clients} concurrent callers`);
+  log(`MCP without the SDK client / REST: ${(f.raw.callsPerSecond / f.rest.callsPerSecond).toFixed(2)}`);
 }

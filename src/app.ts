@@ -63,7 +63,7 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */

@@ -235,8 +235,25 @@ function reverseResult(page: ReversePage) {
 const PAGING =
   "At most 100 wallets a page, most farcaster followers first; when next_cursor is not null, call again with cursor set to it (unmodified) for the next page. Each page is billed on its own.";
 
-/** A fresh server with the eight tools, for one request of `caller`. */
-export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
+export const TOOL_NAMES = [
+  "walletid_resolve_wallets",
+  "walletid_estimate_list",
+  "walletid_submit_job",
+  "walletid_job_status",
+  "walletid_reverse_twitter",
+  "walletid_reverse_farcaster",
+  "walletid_account_balance",
+  "walletid_index_stats",
+] as const;
+
+/**
+ * A fresh server with the eight tools, for one request of `caller`. `only`: the request is one
+ * tools/call of that tool, so the server registers just it (a call answers the same either way,
+ * and a per-request server need not build the seven others).
+ */
+export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string): McpServer {
+  const wanted = (name: (typeof TOOL_NAMES)[number]) =>
+    only === undefined || !(TOOL_NAMES as readonly string[]).includes(only) || only === name;
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {} },
     instructions:
@@ -245,7 +262,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
   const run = (work: (meterer: Meterer) => Promise<Record<string, unknown>>) => runTool(deps, caller, work);
   const { routes } = deps;
 
-  server.registerTool(
+  if (wanted("walletid_resolve_wallets")) server.registerTool(
     "walletid_resolve_wallets",
     {
       title: "Resolve wallets to identities",
@@ -279,7 +296,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
       }),
   );
 
-  server.registerTool(
+  if (wanted("walletid_estimate_list")) server.registerTool(
     "walletid_estimate_list",
     {
       title: "Estimate a list (free)",
@@ -296,7 +313,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
       }),
   );
 
-  server.registerTool(
+  if (wanted("walletid_submit_job")) server.registerTool(
     "walletid_submit_job",
     {
       title: "Submit a long list as a job",
@@ -313,7 +330,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
       }),
   );
 
-  server.registerTool(
+  if (wanted("walletid_job_status")) server.registerTool(
     "walletid_job_status",
     {
       title: "Poll a job (free)",
@@ -338,7 +355,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
       }),
   );
 
-  server.registerTool(
+  if (wanted("walletid_reverse_twitter")) server.registerTool(
     "walletid_reverse_twitter",
     {
       title: "Wallets holding an X handle",
@@ -350,7 +367,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
     ({ handle, cursor }) => run(async (meterer) => reverseResult(await reverseTwitter(routes, meterer, handle, cursor))),
   );
 
-  server.registerTool(
+  if (wanted("walletid_reverse_farcaster")) server.registerTool(
     "walletid_reverse_farcaster",
     {
       title: "Wallets attested to a farcaster username",
@@ -362,7 +379,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
     ({ username, cursor }) => run(async (meterer) => reverseResult(await reverseFarcaster(routes, meterer, username, cursor))),
   );
 
-  server.registerTool(
+  if (wanted("walletid_account_balance")) server.registerTool(
     "walletid_account_balance",
     {
       title: "Credits and limits (free)",
@@ -379,7 +396,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller): McpServer {
       }),
   );
 
-  server.registerTool(
+  if (wanted("walletid_index_stats")) server.registerTool(
     "walletid_index_stats",
     {
       title: "Index statistics (free)",

@@ -85,9 +85,9 @@ function rpcError(status: number, code: number, message: string, headers: Record
 
 type Message = { method?: unknown };
 
-/** The caller travels to the per-request server factory inside the SDK's pass-through authInfo. */
-function authInfoOf(caller: McpCaller): AuthInfo {
-  return { token: "", clientId: caller.kind, scopes: [], extra: { caller } };
+/** The caller (and the one tool called) travel to the per-request server factory in the SDK's pass-through authInfo. */
+function authInfoOf(caller: McpCaller, only: string | undefined): AuthInfo {
+  return { token: "", clientId: caller.kind, scopes: [], extra: { caller, only } };
 }
 
 export function mcpRoutes(deps: McpRouteDeps) {
@@ -97,23 +97,23 @@ export function mcpRoutes(deps: McpRouteDeps) {
   // (a rebinding attacker's page carries the attacker's host name, never these)
   const allowedHosts = [...new Set([site.hostname, ...localhostAllowedHostnames()])];
   const limiter = createHourlyLimiter(routes.db, routes.log);
-  const serverFor = (caller: McpCaller) => buildMcpServer(deps, caller);
+  const serverFor = (caller: McpCaller, only: string | undefined) => buildMcpServer(deps, caller, only);
   // the 2026-07-28 revision (per-request envelope); 2025-era traffic is served below with JSON responses
-  const modern = createMcpHandler(({ authInfo }) => serverFor((authInfo?.extra?.caller as McpCaller) ?? { kind: "anonymous" }), {
-    legacy: "reject",
-    onerror: (err) => routes.log(`mcp: ${err.message}`),
-  });
+  const modern = createMcpHandler(
+    ({ authInfo }) => serverFor((authInfo?.extra?.caller as McpCaller) ?? { kind: "anonymous" }, authInfo?.extra?.only as string | undefined),
+    {
+      legacy: "reject",
+      onerror: (err) => routes.log(`mcp: ${err.message}`),
+    },
+  );
 
-  async function serveLegacy(req: Request, parsedBody: unknown, caller: McpCaller): Promise<Response> {
-    const server = serverFor(caller);
+  async function serveLegacy(req: Request, parsedBody: unknown, caller: McpCaller, only: string | undefined): Promise<Response> {
+    const server = serverFor(caller, only);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
-    try {
-      return await transport.handleRequest(req, { parsedBody });
-    } finally {
-      void transport.close().catch(() => {});
-      void server.close().catch(() => {});
-    }
+    // JSON mode: once the response exists nothing of the exchange is pending, and both are left to
+    // the garbage collector (closing them builds a ConnectionClosed error per request for nobody)
+    return await transport.handleRequest(req, { parsedBody });
   }
 
   const app = new Hono();
@@ -178,8 +178,10 @@ export function mcpRoutes(deps: McpRouteDeps) {
       }
     }
 
-    if (await isLegacyRequest(req, body)) return await serveLegacy(req, body, caller);
-    return await modern.fetch(req, { parsedBody: body, authInfo: authInfoOf(caller) });
+    const single = messages.length === 1 && toolCalls === 1 ? (messages[0] as { params?: { name?: unknown } }).params?.name : undefined;
+    const only = typeof single === "string" ? single : undefined;
+    if (await isLegacyRequest(req, body)) return await serveLegacy(req, body, caller, only);
+    return await modern.fetch(req, { parsedBody: body, authInfo: authInfoOf(caller, only) });
   });
 
   return app;
