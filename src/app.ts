@@ -16,6 +16,8 @@ import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
+import { x402Routes } from "./routes/x402.ts";
+import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
 
@@ -28,6 +30,8 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
+  payments?: PaymentServer;
 }
 
 export interface App {
@@ -51,12 +55,14 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
+  { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
 ];
 
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, PAYMENT-REQUIRED, PAYMENT-RESPONSE",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
@@ -71,7 +77,8 @@ export function requestIdAndCors(): MiddlewareHandler {
           ...CORS_HEADERS,
           "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
           "Access-Control-Allow-Headers":
-            c.req.header("Access-Control-Request-Headers") ?? "Authorization, Content-Type, Idempotency-Key",
+            c.req.header("Access-Control-Request-Headers") ??
+            "Authorization, Content-Type, Idempotency-Key, PAYMENT-SIGNATURE, Access-Control-Expose-Headers",
           "Access-Control-Max-Age": "86400",
         },
       });
@@ -94,6 +101,7 @@ export function createApp(deps: AppDeps): App {
   app.use(requestIdAndCors());
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
+  app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));

@@ -7,6 +7,7 @@ import { jobsOpenapi } from "../routes/jobs.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
+import { x402Openapi } from "../routes/x402.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -16,5 +17,6 @@ export const OPERATIONS: Operation[] = [
   ...reverseOpenapi,
   ...jobsOpenapi,
   ...accountOpenapi,
+  ...x402Openapi,
   ...publicOpenapi,
 ];
