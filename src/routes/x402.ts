@@ -48,8 +48,9 @@ function parseQuantity(body: Uint8Array): number {
   } catch {
     throw new ApiError(400, "INVALID_REQUEST", "Request body is not valid JSON: send {\"quantity\": N} or no body");
   }
-  const result = v.safeParse(BuyBody, parsed);
-  if (!result.success) {
+  // valibot takes an array for an object with no required fields: refuse it here
+  const result = Array.isArray(parsed) ? undefined : v.safeParse(BuyBody, parsed);
+  if (!result?.success) {
     throw new ApiError(400, "INVALID_REQUEST", `Invalid purchase body: the only field is quantity, a whole number from 1 to 25`);
   }
   return result.output.quantity ?? 1;
@@ -177,7 +178,12 @@ export function x402Routes(deps: X402Deps) {
       deps.log(`x402 verify: the facilitator is unavailable: ${verified.unavailable}`);
       throw new ApiError(503, "SERVICE_UNAVAILABLE", "The payment facilitator is unavailable: nothing was charged; retry shortly", { "Retry-After": "5" });
     }
-    if (!verified.ok) return await challenge(c, payments, requirements, quantity, verified.reason);
+    if (!verified.ok) {
+      // a concurrent submission of this payment may have settled it meanwhile (the nonce is used)
+      const raced = await findClaim(deps.db, key);
+      if (raced && raced.signature === decoded.signature) return await answerClaimed(c, payments, requirements, quantity, raced);
+      return await challenge(c, payments, requirements, quantity, verified.reason);
+    }
 
     const paymentId = crypto.randomUUID();
     const claimed = await claimPayment(deps.db, {
@@ -210,7 +216,7 @@ export function x402Routes(deps: X402Deps) {
     const txHash = settled.response.transaction;
     let result;
     try {
-      await recordOutcome(deps.db, { id: paymentId, state: "settled", txHash, now: deps.now() });
+      // no separate "settled" write first: a claim reads `settled` only when its grant failed
       result = await grantPayment(deps.db, { paymentId, txHash, now: deps.now() });
     } catch (err) {
       deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`);
