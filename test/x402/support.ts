@@ -126,8 +126,11 @@ export async function signPayment(
 /** A fault in front of the facilitator: a real HTTP proxy that can delay or answer for it. */
 export interface FaultyFacilitator {
   url: string;
-  /** `slow`: waits `delayMs` before forwarding; `settle-false`: /settle answers 200 success:false; `settle-500`: /settle answers 500. */
-  mode: "pass" | "slow" | "settle-false" | "settle-500";
+  /**
+   * `slow`: waits `delayMs` before forwarding anything; `slow-settle`: only /settle (which then
+   * still goes through, late); `settle-false`: /settle answers 200 success:false; `settle-500`: 500.
+   */
+  mode: "pass" | "slow" | "slow-settle" | "settle-false" | "settle-500";
   delayMs: number;
   close(): Promise<void>;
 }
@@ -139,7 +142,7 @@ export async function faultyFacilitator(target: string): Promise<FaultyFacilitat
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    if (state.mode === "slow") await new Promise((r) => setTimeout(r, state.delayMs));
+    if (state.mode === "slow" || (state.mode === "slow-settle" && req.url === "/settle")) await new Promise((r) => setTimeout(r, state.delayMs));
     if (req.url === "/settle" && state.mode === "settle-false") {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ success: false, errorReason: "invalid_exact_evm_transaction_failed", transaction: "", network: "eip155:8453" }));
