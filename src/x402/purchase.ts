@@ -3,7 +3,7 @@
 // transaction keyed by the payment so that nothing is ever granted twice.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { grantCredits, readCredits } from "../ledger/accounts.ts";
+import { grantCredits } from "../ledger/accounts.ts";
 import { insertApiKey } from "../ledger/keys.ts";
 import type { ReplayKey } from "./payment.ts";
 
@@ -148,15 +148,14 @@ export async function grantPayment(db: Db, params: { paymentId: string; txHash?:
       if (minted) key = minted;
     }
 
-    await grantCredits(tx, { accountId, pack: PACK, quantity: payment.quantity, grantKey: `x402:${payment.id}`, now: params.now });
+    let { credits } = await grantCredits(tx, { accountId, pack: PACK, quantity: payment.quantity, grantKey: `x402:${payment.id}`, now: params.now });
     let loyalty: Grant["loyalty"];
     if (wallet.purchases % LOYALTY_EVERY === 0) {
       // keyed by the wallet and the count, not the payment: the bonus carries no settlement
-      await grantCredits(tx, { accountId, pack: PACK, quantity: 1, grantKey: `x402-loyalty:${payment.payer}:${wallet.purchases}`, now: params.now });
+      ({ credits } = await grantCredits(tx, { accountId, pack: PACK, quantity: 1, grantKey: `x402-loyalty:${payment.payer}:${wallet.purchases}`, now: params.now }));
       loyalty = { purchase_count: wallet.purchases, matches_added: MATCHES_PER_PACK };
     }
     await tx.query(sql("x402_payments_mark_granted"), [payment.id, accountId, key?.keyId ?? null, wallet.purchases, params.now, params.txHash || null]);
-    const credits = await readCredits(tx, accountId, params.now);
     return {
       ok: true,
       grant: {
