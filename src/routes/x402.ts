@@ -84,11 +84,11 @@ function purchaseBody(grant: { apiKey?: string; quantity: number; matchesAvailab
   };
 }
 
-function settlementFailure(reference: string, settledForSure: boolean): Response {
+function settlementFailure(c: Context, reference: string, settledForSure: boolean): Response {
   const message = settledForSure
     ? `Payment settled but the pack was not recorded: quote settlement reference ${reference} to support, who grant it once; do not pay again`
     : `The payment facilitator did not confirm the settlement: the payment may have been taken and nothing was granted; quote settlement reference ${reference} to support; do not pay again`;
-  return Response.json({ ...errorBody("INTERNAL_ERROR", message), settlement: reference }, { status: 500 });
+  return c.json({ ...errorBody("INTERNAL_ERROR", message), settlement: reference }, 500);
 }
 
 export function x402Routes(deps: X402Deps) {
@@ -136,7 +136,7 @@ export function x402Routes(deps: X402Deps) {
       throw new ApiError(503, "SERVICE_UNAVAILABLE", "This payment is still being settled: resend the same request shortly", { "Retry-After": "2" });
     }
     if (claim.state === "failed") return await challenge(c, server, requirements, quantity, claim.reason ?? "settlement_failed");
-    if (claim.state !== "granted") return settlementFailure(claim.id, claim.state === "settled");
+    if (claim.state !== "granted") return settlementFailure(c, claim.id, claim.state === "settled");
     const credits = await readCredits(deps.db, claim.account_id!, deps.now());
     c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader({ success: true, transaction: claim.tx_hash ?? "", network: claim.network as `${string}:${string}`, payer: claim.payer }));
     return c.json(purchaseBody({ quantity: claim.quantity, matchesAvailable: credits.available, newlyGranted: false, topupPrefix: claim.topup_prefix }));
@@ -210,7 +210,7 @@ export function x402Routes(deps: X402Deps) {
     if (settled.state === "unknown") {
       deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`);
       await recordOutcome(deps.db, { id: paymentId, state: "unknown", reason: settled.reason, txHash: settled.response?.transaction, now: deps.now() }).catch(() => {});
-      return settlementFailure(paymentId, false);
+      return settlementFailure(c, paymentId, false);
     }
 
     const txHash = settled.response.transaction;
@@ -221,7 +221,7 @@ export function x402Routes(deps: X402Deps) {
     } catch (err) {
       deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`);
       await recordOutcome(deps.db, { id: paymentId, state: "settled", txHash, now: deps.now() }).catch(() => {});
-      return settlementFailure(paymentId, true);
+      return settlementFailure(c, paymentId, true);
     }
     if (!result.ok) throw new Error(`x402 settlement ${paymentId}: grant refused (${result.code})`);
     const grant = result.grant;
