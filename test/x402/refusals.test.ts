@@ -43,8 +43,6 @@ eachDatabase("x402 refused payments", (get) => {
   });
 
   test("underpaid, overpaid, wrong recipient, wrong asset, wrong network: refused with a fresh challenge", async () => {
-    const now = Math.floor(Date.now() / 1000);
-    void now;
     await refused((await signPayment(buyer.account, { value: "999999" })).header, 402, "invalid_exact_evm_payload_authorization_value_mismatch", "underpaid");
     await refused(
       (await signPayment(buyer.account, { value: "999999", accepted: { amount: "999999" } })).header,
