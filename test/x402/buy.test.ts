@@ -177,6 +177,20 @@ eachDatabase("x402 purchase with the official client", (get) => {
     assert.equal(first.body.data.credits.available, 33, "and the first key still works");
   });
 
+  test("a later keyless purchase from the same wallet credits the wallet's account and mints another key", async () => {
+    const { db } = get();
+    const buyer = await newBuyer(s.facilitator, 10);
+    const first = await expectStatus(await buyer.pay(`${s.server.url}/api/x402/buy`, buyInit(1)), 200, "first");
+    const second = await expectStatus(await buyer.pay(`${s.server.url}/api/x402/buy`, buyInit(3)), 200, "second");
+    assert.match(second.body.api_key, /^wid_live_/);
+    assert.notEqual(second.body.api_key, first.body.api_key);
+    assert.equal(second.body.matches_available, 48, "12 + 36 on one account");
+    const accounts = await db.query("SELECT DISTINCT account_id FROM x402_payments WHERE payer = $1", [buyer.address]);
+    assert.equal(accounts.length, 1);
+    const usage = await expectStatus(await fetch(`${s.server.url}/api/v1/usage`, { headers: { Authorization: first.body.api_key } }), 200);
+    assert.equal(usage.body.data.credits.available, 48, "both keys spend the same credits");
+  });
+
   test("the OpenAPI document and /docs describe the three endpoints with their headers and errors", async () => {
     const doc = (await expectStatus(await fetch(`${s.server.url}/api/v1/openapi.json`), 200)).body;
     const buy = doc.paths["/api/x402/buy"].post;
