@@ -1,9 +1,13 @@
 // Key recovery by wallet signature (GET/POST /api/x402/recover) and the loyalty packs, through a
 // real server and the local facilitator, paid by the official client.
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, test } from "node:test";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { createAccount } from "../../src/ledger/accounts.ts";
 import { eachDatabase } from "../support/db.ts";
+import { createClock, startServer, type TestServer } from "../support/server.ts";
 import { assertErrorBody, expectStatus } from "../support/http.ts";
 import { buyInit, ledgerSnapshot, newBuyer, purchaseSuite, type Buyer } from "./support.ts";
 
@@ -158,5 +162,74 @@ eachDatabase("x402 loyalty packs", (get) => {
       { grant_key: `x402-loyalty:${buyer.address}:20`, matches: 12 },
     ]);
     assert.equal(s.facilitator.token.balanceOf(buyer.address), 80_000_000n, "20 purchases paid, bonuses free");
+  });
+});
+
+/** A JSON-RPC endpoint whose one contract wallet accepts exactly one signature (ERC-1271 through viem's ERC-6492 validator call). */
+async function smartWalletRpc(wallet: string, accepted: string): Promise<{ url: string; calls: number; close: () => Promise<void> }> {
+  const state = { url: "", calls: 0, close: async () => {} };
+  const server = createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const request = JSON.parse(body) as { id: number; method: string };
+    let result: string;
+    if (request.method === "eth_call") {
+      state.calls++;
+      // the validator's constructor arguments carry the signer and the signature
+      const valid = body.toLowerCase().includes(wallet.slice(2).toLowerCase()) && body.toLowerCase().includes(accepted.slice(2).toLowerCase());
+      result = `0x${"0".repeat(63)}${valid ? "1" : "0"}`;
+    } else if (request.method === "eth_chainId") result = "0x1";
+    else {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32601, message: "method not found" } }));
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return state;
+}
+
+eachDatabase("x402 key recovery by a smart wallet (ERC-1271 through ETH_RPC_URL)", (get) => {
+  const wallet = privateKeyToAccount(generatePrivateKey()).address.toLowerCase();
+  const accepted = `0x${"ab".repeat(97)}`;
+  let rpc: Awaited<ReturnType<typeof smartWalletRpc>>;
+  let server: TestServer;
+  let plain: TestServer;
+
+  before(async () => {
+    rpc = await smartWalletRpc(wallet, accepted);
+    const { db } = get();
+    // the contract wallet bought a key earlier: its account, as a keyless purchase leaves it
+    const { accountId } = await createAccount(db, { hasAccount: false, now: new Date() });
+    await db.query("INSERT INTO x402_wallets (wallet, account_id, purchases, created_at) VALUES ($1, $2, 1, now())", [wallet, accountId]);
+    server = await startServer(db, { clock: createClock(new Date()), env: { ETH_RPC_URL: rpc.url } });
+    plain = await startServer(db, { clock: createClock(new Date()) });
+  });
+  after(async () => {
+    await server.close();
+    await plain.close();
+    await rpc.close();
+  });
+
+  async function attempt(target: TestServer, signature: string) {
+    const c = (await expectStatus(await fetch(`${target.url}/api/x402/recover?wallet=${wallet}`), 200)).body;
+    return await fetch(`${target.url}/api/x402/recover`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ wallet, issued_at: c.issued_at, token: c.token, signature }),
+    });
+  }
+
+  test("the contract's answer decides: its signature recovers a key, another is 401; without ETH_RPC_URL it is 401", async () => {
+    const refused = await expectStatus(await attempt(server, `0x${"cd".repeat(97)}`), 401, "a signature the wallet refuses");
+    assertErrorBody(refused, "INVALID_SIGNATURE");
+    const ok = await expectStatus(await attempt(server, accepted), 200, "the wallet's signature");
+    assert.match(ok.body.api_key, /^wid_live_/);
+    assert.ok(rpc.calls >= 2, "asked the chain both times");
+    assertErrorBody(await expectStatus(await attempt(plain, accepted), 401, "no RPC: ordinary accounts only"), "INVALID_SIGNATURE");
   });
 });
