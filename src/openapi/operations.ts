@@ -8,6 +8,7 @@ import { mcpOpenapi } from "../routes/mcp.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
+import { x402Openapi } from "../routes/x402.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -18,5 +19,6 @@ export const OPERATIONS: Operation[] = [
   ...jobsOpenapi,
   ...accountOpenapi,
   ...mcpOpenapi,
+  ...x402Openapi,
   ...publicOpenapi,
 ];
