@@ -1,6 +1,6 @@
 -- name: meter_call
 -- Key check, Idempotency-Key claim, plan, balance, rate windows and debit (meter_call in
--- 00007_claims_and_attempts.sql), and, when the call is let through, the identity rows of $12: a
+-- 00009_claims_and_attempts.sql), and, when the call is let through, the identity rows of $12: a
 -- metered lookup is one round trip. The first row carries the metering outcome; identity
 -- columns are null when nothing is found.
 SELECT m.*, r.*

@@ -2,11 +2,11 @@
 // because the rate weight is the body's address count.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { buildViews } from "../index/records.ts";
+import { buildViews, type WalletView } from "../index/records.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { canonicalJson, ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter, refusal, releaseIdempotencyClaim, storeIdempotentResponse } from "../http/meter.ts";
+import { refusal, releaseIdempotencyClaim, requestMeterer, storeIdempotentResponse, type Metered, type Meterer } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -36,6 +36,33 @@ export const batchOpenapi: Operation[] = [
   },
 ];
 
+/**
+ * A list of addresses (entries as sent, distinct lowercased addresses, malformed entries):
+ * metered with the rate weight of every entry and looked up in one round trip.
+ */
+export async function lookupBatch(
+  deps: RouteDeps,
+  meterer: Meterer,
+  list: { entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number },
+  idempotency?: { key: string; requestHash: string },
+): Promise<{ metered: Metered; views: Map<string, WalletView> }> {
+  if (list.invalid.length > 0) throw await refusal(meterer, BATCH_ROUTE, invalidAddress(list.invalid, list.invalidCount));
+  const metered = await meterer.meter({
+    route: BATCH_ROUTE,
+    weight: list.entries.length,
+    needsCredits: true,
+    listSize: list.entries.length,
+    billWallets: list.unique,
+    wallets: list.entries.length,
+    // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
+    callKey: idempotency ? `batch-idem:${idempotency.key}` : undefined,
+    idempotency,
+    lookup: list.unique,
+  });
+  const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+  return { metered, views };
+}
+
 export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
@@ -46,22 +73,14 @@ export function batchRoutes(deps: RouteDeps) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 
-    if (invalidCount > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid, invalidCount));
-
     // the same JSON with other whitespace or key order is the same request
     const requestHash = idempotencyKey ? await sha256Hex(canonicalJson(document)) : undefined;
-    const metered = await meter(c, meterDeps(deps), {
-      route: BATCH_ROUTE,
-      weight: entries.length,
-      needsCredits: true,
-      listSize: entries.length,
-      billWallets: unique,
-      wallets: entries.length,
-      // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
-      callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
-      idempotency: idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
-      lookup: unique,
-    });
+    const { metered, views } = await lookupBatch(
+      deps,
+      requestMeterer(c, meterDeps(deps)),
+      { entries, unique, invalid, invalidCount },
+      idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
+    );
 
     if (metered.replay) {
       if (metered.replay.requestHash !== requestHash) {
@@ -77,7 +96,6 @@ export function batchRoutes(deps: RouteDeps) {
     }
 
     try {
-      const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
       const data = unique.map((address) => {
         const view = views.get(address);
         return view && view.found ? batchRowJson(view) : null;
