@@ -48,6 +48,8 @@ export const QUERY_NAMES = [
   "links_select_found_wallets",
   "live_answers_select_fresh",
   "live_answers_upsert_many",
+  "mcp_hourly_requests_count",
+  "mcp_hourly_requests_delete_before",
   "x402_payments_select_by_key",
   "x402_payments_claim",
   "x402_payments_record_outcome",

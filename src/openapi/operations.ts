@@ -4,6 +4,7 @@ import { accountOpenapi } from "../routes/account.ts";
 import { batchOpenapi } from "../routes/batch.ts";
 import { estimateOpenapi } from "../routes/estimate.ts";
 import { jobsOpenapi } from "../routes/jobs.ts";
+import { mcpOpenapi } from "../routes/mcp.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
@@ -17,6 +18,7 @@ export const OPERATIONS: Operation[] = [
   ...reverseOpenapi,
   ...jobsOpenapi,
   ...accountOpenapi,
+  ...mcpOpenapi,
   ...x402Openapi,
   ...publicOpenapi,
 ];
