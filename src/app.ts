@@ -18,6 +18,9 @@ import { jobRoutes } from "./routes/jobs.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { RouteDeps } from "./routes/deps.ts";
+import { connectionRoutes, oauthRoutes } from "./routes/oauth.ts";
+import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
+import { verifyAccessToken, type AccessTokenCheck } from "./oauth/grants.ts";
 
 export interface AppDeps {
   db: Db;
@@ -28,10 +31,21 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** DNS for OAuth client metadata documents (the entry point passes its runtime's resolver). */
+  resolveHost?: ResolveHost;
+  /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
+  fetchDocument?: typeof fetch;
+}
+
+/** What the server knows of a connection (set by the entry point; absent in app.fetch tests). */
+export interface ConnectionInfo {
+  remoteAddress?: string;
 }
 
 export interface App {
-  fetch: (req: Request) => Promise<Response>;
+  fetch: (req: Request, conn?: ConnectionInfo) => Promise<Response>;
+  /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
+  verifyAccessToken: (token: string) => Promise<AccessTokenCheck>;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
@@ -51,6 +65,12 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/connections$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/connections\/[^/]+$/, methods: ["DELETE"] },
+  { pattern: /^\/\.well-known\/oauth-protected-resource(\/mcp)?$/, methods: ["GET"] },
+  { pattern: /^\/\.well-known\/oauth-authorization-server$/, methods: ["GET"] },
+  { pattern: /^\/api\/oauth\/(register|token|revoke)$/, methods: ["POST"] },
+  { pattern: /^\/api\/oauth\/authorize$/, methods: ["GET", "POST"] },
 ];
 
 const CORS_HEADERS = {
@@ -69,7 +89,7 @@ export function requestIdAndCors(): MiddlewareHandler {
         status: 204,
         headers: {
           ...CORS_HEADERS,
-          "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+          "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
           "Access-Control-Allow-Headers":
             c.req.header("Access-Control-Request-Headers") ?? "Authorization, Content-Type, Idempotency-Key",
           "Access-Control-Max-Age": "86400",
@@ -88,12 +108,23 @@ export function createApp(deps: AppDeps): App {
   const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
   const cursors = createCursorSigner(deps.db, deps.config.cursorSecret);
   const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log, cursors };
+  const oauth: OAuthDeps = {
+    db: deps.db,
+    now,
+    log,
+    issuer: deps.config.publicUrl,
+    resource: `${deps.config.publicUrl}/mcp`,
+    trustedCallbackHost: deps.config.oauth.trustedCallbackHost,
+    resolveHost: deps.resolveHost,
+    fetchDocument: deps.fetchDocument ?? ((input, init) => fetch(input, init)),
+  };
 
   const app = new Hono();
 
   app.use(requestIdAndCors());
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
+  app.route("/", oauthRoutes(oauth));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
@@ -102,6 +133,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", reverseRoutes(routeDeps));
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
+  v1.route("/", connectionRoutes(routeDeps));
   v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
   app.route("/api/v1", v1);
 
@@ -119,7 +151,8 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request) => await app.fetch(req),
+    fetch: async (req: Request, conn?: ConnectionInfo) => await app.fetch(req, { remoteAddress: conn?.remoteAddress }),
+    verifyAccessToken: (token: string) => verifyAccessToken(oauth, token),
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };

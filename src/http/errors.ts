@@ -21,7 +21,7 @@ const UNAVAILABLE = new Set([
   "CONNECTION_DESTROYED", "CONNECT_TIMEOUT", "57P01", "57P02", "57P03", "53300",
 ]);
 
-function isUnavailable(err: unknown): boolean {
+export function isUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && UNAVAILABLE.has(code);
 }

@@ -7,6 +7,7 @@ import { jobsOpenapi } from "../routes/jobs.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
+import { connectionsOpenapi, oauthOpenapi } from "../routes/oauth-openapi.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -16,5 +17,7 @@ export const OPERATIONS: Operation[] = [
   ...reverseOpenapi,
   ...jobsOpenapi,
   ...accountOpenapi,
+  ...connectionsOpenapi,
+  ...oauthOpenapi,
   ...publicOpenapi,
 ];

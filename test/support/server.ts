@@ -46,7 +46,7 @@ export async function startServer(
   const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
   const logs: string[] = [];
   const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); }, ...options.app });
-  const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+  const server = serve({ fetch: (req, env) => app.fetch(req, { remoteAddress: env.incoming.socket.remoteAddress }), port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
