@@ -46,8 +46,9 @@ function responsesList(responses: Json): string {
 function operationSection(document: Json, path: string, method: string, op: Json): string {
   const full = fullPath(document, path);
   const auth = op.security.length > 0 ? "API key in <code>Authorization</code>" : "none (public)";
-  const body = op.requestBody
-    ? `<h4>Request body</h4><p><code>application/json</code>, required</p>${schemaBlock(op.requestBody.content["application/json"].schema)}`
+  const [bodyType, bodyContent] = op.requestBody ? Object.entries<Json>(op.requestBody.content)[0] : [];
+  const body = bodyContent
+    ? `<h4>Request body</h4><p><code>${escapeHtml(bodyType!)}</code>, required</p>${schemaBlock(bodyContent.schema)}`
     : "";
   return `<section class="op" id="${escapeHtml(op.operationId)}">
 <h3><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${escapeHtml(full)}</code></h3>
