@@ -31,19 +31,18 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** The connection's peer address, given the runtime's second fetch argument (src/main.ts). */
+  peerAddress?: (req: Request, env: unknown) => string | undefined;
   /** DNS for OAuth client metadata documents (the entry point passes its runtime's resolver). */
   resolveHost?: ResolveHost;
   /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
   fetchDocument?: typeof fetch;
 }
 
-/** What the server knows of a connection (set by the entry point; absent in app.fetch tests). */
-export interface ConnectionInfo {
-  remoteAddress?: string;
-}
 
 export interface App {
-  fetch: (req: Request, conn?: ConnectionInfo) => Promise<Response>;
+  /** `env`: the runtime's second fetch argument, handed to `peerAddress`. */
+  fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
   verifyAccessToken: (token: string) => Promise<AccessTokenCheck>;
   /** Writes buffered usage events; call before closing the database. */
@@ -117,6 +116,7 @@ export function createApp(deps: AppDeps): App {
     trustedCallbackHost: deps.config.oauth.trustedCallbackHost,
     resolveHost: deps.resolveHost,
     fetchDocument: deps.fetchDocument ?? ((input, init) => fetch(input, init)),
+    clientAddress: (req, env) => deps.peerAddress?.(req, env) ?? "unknown",
   };
 
   const app = new Hono();
@@ -151,7 +151,7 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request, conn?: ConnectionInfo) => await app.fetch(req, { remoteAddress: conn?.remoteAddress }),
+    fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
     verifyAccessToken: (token: string) => verifyAccessToken(oauth, token),
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),

@@ -1,9 +1,9 @@
 // Entry point: picks Deno.serve, Bun.serve or @hono/node-server; nothing else is runtime-specific.
 import { join } from "node:path";
 import process from "node:process";
-import { readConfig, type Config } from "./config.ts";
 import { lookup } from "node:dns/promises";
-import { createApp, type App } from "./app.ts";
+import { readConfig, type Config } from "./config.ts";
+import { createApp } from "./app.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
@@ -15,25 +15,31 @@ import { createWorker } from "./jobs/worker.ts";
 
 type Stop = () => Promise<void>;
 
-/** Serves `fetch`, telling it each request's peer address (registration is limited per IP address). */
-async function serve(fetch: App["fetch"], config: Config): Promise<{ stop: Stop; runtime: string }> {
+/**
+ * The connection's peer address from each runtime's second fetch argument: @hono/node-server's
+ * `{incoming}`, Deno.serve's handler info, Bun's server.
+ */
+function peerAddress(req: Request, env: unknown): string | undefined {
+  const e = env as {
+    incoming?: { socket?: { remoteAddress?: string } };
+    remoteAddr?: { hostname?: string };
+    requestIP?: (req: Request) => { address?: string } | null;
+  } | undefined;
+  return e?.incoming?.socket?.remoteAddress ?? e?.remoteAddr?.hostname ?? e?.requestIP?.(req)?.address ?? undefined;
+}
+
+async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, config: Config): Promise<{ stop: Stop; runtime: string }> {
   const g = globalThis as { Deno?: any; Bun?: any };
   if (g.Deno) {
-    const server = g.Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, (req: Request, info: any) =>
-      fetch(req, { remoteAddress: info?.remoteAddr?.hostname }),
-    );
+    const server = g.Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, fetch);
     return { stop: () => server.shutdown(), runtime: `Deno ${g.Deno.version.deno}` };
   }
   if (g.Bun) {
-    const server = g.Bun.serve({
-      port: config.port,
-      hostname: config.host,
-      fetch: (req: Request, bun: any) => fetch(req, { remoteAddress: bun.requestIP?.(req)?.address }),
-    });
+    const server = g.Bun.serve({ port: config.port, hostname: config.host, fetch });
     return { stop: async () => server.stop(), runtime: `Bun ${g.Bun.version}` };
   }
   const { serve: nodeServe } = await import("@hono/node-server");
-  const server = nodeServe({ fetch: (req, env) => fetch(req, { remoteAddress: env.incoming.socket.remoteAddress }), port: config.port, hostname: config.host });
+  const server = nodeServe({ fetch, port: config.port, hostname: config.host });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   return { stop: () => new Promise<void>((resolve) => server.close(() => resolve())), runtime: `Node.js ${process.versions.node}` };
 }
@@ -94,7 +100,7 @@ async function main(): Promise<void> {
   const sources = configuredSources(config, log);
   // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
   const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  const app = createApp({ db, config, now, log, sources, resolveHost });
+  const app = createApp({ db, config, now, log, sources, peerAddress, resolveHost });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;

@@ -18,6 +18,8 @@ export interface OAuthDeps {
   resolveHost?: ResolveHost;
   /** fetch for metadata documents (globalThis.fetch unless a test routes it). */
   fetchDocument: typeof fetch;
+  /** The client's IP address (registrations are limited per address), from the request and the runtime's env. */
+  clientAddress: (req: Request, env: unknown) => string;
 }
 
 export const CODE_TTL_MS = 60_000;

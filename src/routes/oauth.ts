@@ -93,7 +93,7 @@ function grantResponse(c: Context, result: GrantResult) {
 
 /** Mounted at the site root. */
 export function oauthRoutes(deps: OAuthDeps) {
-  const app = new Hono<{ Bindings: { remoteAddress?: string } }>();
+  const app = new Hono();
 
   for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
     app.get(path, (c) => c.json(protectedResourceMetadata(deps)));
@@ -101,7 +101,7 @@ export function oauthRoutes(deps: OAuthDeps) {
   app.get("/.well-known/oauth-authorization-server", (c) => c.json(authorizationServerMetadata(deps)));
 
   app.post("/api/oauth/register", async (c) => {
-    const bucket = `register:${c.env?.remoteAddress ?? "unknown"}`;
+    const bucket = `register:${deps.clientAddress(c.req.raw, c.env)}`;
     const [count] = await deps.db.query<{ used: number; window_start: Date }>(sql("oauth_request_counts_hit"), [bucket, deps.now(), 3600]);
     if (count.used > REGISTRATIONS_PER_HOUR) {
       const retryAfter = Math.max(1, Math.ceil((new Date(count.window_start).getTime() + 3_600_000 - deps.now().getTime()) / 1000));

@@ -48,8 +48,16 @@ export async function startServer(
   const port = options.selfUrl ? await freePort() : 0;
   const config = readConfig({ STALE_AFTER_DAYS: "30", ...(options.selfUrl ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}), ...options.env });
   const logs: string[] = [];
-  const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); }, ...options.app });
-  const server = serve({ fetch: (req, env) => app.fetch(req, { remoteAddress: env.incoming.socket.remoteAddress }), port, hostname: "127.0.0.1" });
+  const app = createApp({
+    db,
+    config,
+    now: clock.now,
+    log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); },
+    // @hono/node-server hands {incoming} as the second fetch argument, as in src/main.ts
+    peerAddress: (_req, env) => (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
+    ...options.app,
+  });
+  const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
