@@ -91,7 +91,7 @@ const AUTHORIZE_QUERY = v.object({
   response_type: v.literal("code"),
   client_id: v.pipe(v.string(), v.description("A registered client_id, or the https URL of the client's metadata document")),
   redirect_uri: v.string(),
-  code_challenge: v.pipe(v.string(), v.description("BASE64URL(SHA-256(code_verifier))")),
+  code_challenge: v.pipe(v.string(), v.description("the base64url SHA-256 digest of code_verifier")),
   code_challenge_method: v.literal("S256"),
   state: v.optional(v.string()),
   scope: v.optional(v.pipe(v.string(), v.description("`mcp` (the default)"))),
