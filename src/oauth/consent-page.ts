@@ -21,6 +21,7 @@ const STYLE = `
   .buttons { display: flex; gap: .75rem; margin-top: 1.5rem; }
   button { font: inherit; font-weight: 600; padding: .6rem 1.4rem; border-radius: 8px; border: 1px solid #b8bcc2; background: #fff; cursor: pointer; }
   button[value=approve] { background: #1d5fd1; border-color: #1d5fd1; color: #fff; }
+  .note { color: #555; font-size: .9rem; margin-top: 1.5rem; }
   .brand { font-weight: 700; color: #1d5fd1; letter-spacing: .02em; margin-bottom: 1rem; }
 `;
 
@@ -86,7 +87,7 @@ ${view.loopbackOnly ? `<p class="warn">This client runs on a local computer (its
 <button type="submit" name="decision" value="decline">Decline</button>
 </div>
 </form>
-<p class="host">You can disconnect it at any time: DELETE /api/v1/connections/{id}.</p>`,
+<p class="note">You can disconnect it at any time (GET and DELETE /api/v1/connections with your API key).</p>`,
   );
 }
 

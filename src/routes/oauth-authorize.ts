@@ -45,7 +45,7 @@ function trustedCallback(deps: OAuthDeps, redirectUri: string): boolean {
 }
 
 function clientHost(client: OAuthClient, redirectUri: string): string {
-  return new URL(client.source === "document" ? client.clientId : redirectUri).host;
+  return new URL(client.source === "document" ? client.clientId : redirectUri).hostname;
 }
 
 function cookieName(consentId: string): string {
