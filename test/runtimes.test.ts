@@ -183,5 +183,17 @@ for (const runtime of RUNTIMES) {
       const page = await expectStatus(await get("/docs"), 200);
       assert.match(page.text, /\/api\/v1\/wallet\/\{address\}/);
     });
+
+    test("OAuth: the runtime's own resolver (injected by src/main.ts) keeps metadata documents off loopback", async () => {
+      const query = new URLSearchParams({
+        response_type: "code",
+        client_id: "https://localhost/oauth/client.json",
+        redirect_uri: "http://127.0.0.1:9/cb",
+        code_challenge: "x".repeat(43),
+        code_challenge_method: "S256",
+      });
+      const page = await expectStatus(await get(`/api/oauth/authorize?${query}`, { redirect: "manual" }), 400);
+      assert.match(page.text, /localhost resolves to (127\.0\.0\.1|::1) \(\w+[^)]*\), not a public address/, page.text);
+    });
   });
 }
