@@ -107,13 +107,16 @@ eachDatabase("OAuth token endpoint", (get) => {
     assert.ok((await server.app.verifyAccessToken(ok.body.access_token)).ok);
   });
 
-  test("a refresh must come from the same client_id (or none)", async () => {
+  test("a refresh must come from the same client_id (or none), and every resource must name this server", async () => {
     const got = await approvedCode(server, { apiKey });
     const tokens = await exchange(server, got);
     const other = await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: "wid_client_intruder" }), 400);
     assertOAuthError(other, "invalid_grant");
     assert.ok((await server.app.verifyAccessToken(tokens.access_token)).ok, "a refusal does not end the connection");
-    await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: got.clientId }), 200, "same client");
+    const foreign = await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, resource: [`${server.url}/mcp`, "https://other.example/mcp"] }), 400);
+    assertOAuthError(foreign, "invalid_target");
+    const same = await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: got.clientId, resource: `${server.url}/mcp` }), 200, "same client");
+    await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: same.body.refresh_token }), 200, "or no client_id at all");
   });
 
   test("repeated parameters, missing grant, unsupported grant and a non-form body are refused", async () => {
