@@ -31,6 +31,7 @@ export const DOCUMENT_TIMEOUT_MS = 5_000;
 export const DOCUMENT_MAX_BYTES = 64 * 1024;
 export const SCOPE = "mcp";
 
-/** Registrations per IP address per hour; token requests per connection per minute. */
+/** Registrations and consent pages per IP address per hour; token requests per connection per minute. */
 export const REGISTRATIONS_PER_HOUR = 20;
+export const CONSENT_PAGES_PER_HOUR = 120;
 export const TOKEN_REQUESTS_PER_MINUTE = 30;

@@ -8,7 +8,7 @@ import { readBodyLimited } from "../http/body.ts";
 import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
 import { findClient, isLoopbackRedirect, matchRedirectUri, type OAuthClient } from "../oauth/clients.ts";
 import { renderConsentPage, renderMessagePage } from "../oauth/consent-page.ts";
-import { CONSENT_TTL_MS, SCOPE, type OAuthDeps } from "../oauth/deps.ts";
+import { CONSENT_PAGES_PER_HOUR, CONSENT_TTL_MS, SCOPE, type OAuthDeps } from "../oauth/deps.ts";
 import { issueCode } from "../oauth/grants.ts";
 import { formParams, namesThisServer } from "../oauth/params.ts";
 import { constantTimeEqual, isCodeChallengeShape, randomToken, tokenHash } from "../oauth/secrets.ts";
@@ -98,6 +98,20 @@ export function authorizeRoutes(deps: OAuthDeps) {
   const app = new Hono();
 
   app.get(PATH, async (c) => {
+    // every page may fetch a metadata document and stores a consent: counted per address first
+    const [count] = await deps.db.query<{ used: number; window_start: Date }>(sql("oauth_request_counts_hit"), [
+      `authorize:${deps.clientAddress(c.req.raw, c.env)}`,
+      deps.now(),
+      3600,
+    ]);
+    if (count.used > CONSENT_PAGES_PER_HOUR) {
+      const retryAfter = Math.max(1, Math.ceil((new Date(count.window_start).getTime() + 3_600_000 - deps.now().getTime()) / 1000));
+      return c.html(
+        renderMessagePage("Too many requests", `Too many authorization requests from your address: at most ${CONSENT_PAGES_PER_HOUR} an hour. Try again in ${Math.ceil(retryAfter / 60)} minutes.`),
+        429,
+        { ...pageHeaders(), "Retry-After": String(retryAfter) },
+      );
+    }
     const params = formParams(new URL(c.req.url).searchParams);
     if (params.repeated === "client_id" || params.repeated === "redirect_uri") {
       return showError(c, 400, `The authorization request repeats ${params.repeated}: start the connection again from the app`);

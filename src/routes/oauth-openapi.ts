@@ -150,12 +150,15 @@ export const oauthOpenapi: Operation[] = [
     operationId: "authorize",
     tag: "OAuth",
     summary: "Authorization endpoint: the consent page",
-    description: "Checks the request (client, exact redirect, loopback any port; S256 PKCE; resource `{site_url}/mcp`; no repeated parameters) and shows the consent page: who asks, what it may do, a field for one of the account's API keys, Approve and Decline. Errors go to the client's callback (with `state` and `iss`) only for loopback callbacks and OAUTH_TRUSTED_CALLBACK_HOST; otherwise they are shown on the page.",
+    description: "Checks the request (client, exact redirect, loopback any port; S256 PKCE; resource `{site_url}/mcp`; no repeated parameters) and shows the consent page: who asks, what it may do, a field for one of the account's API keys, Approve and Decline. Errors go to the client's callback (with `state` and `iss`) only for loopback callbacks and OAUTH_TRUSTED_CALLBACK_HOST; otherwise they are shown on the page. At most 120 an hour per IP address.",
     auth: false,
     oauthErrors: true,
     query: AUTHORIZE_QUERY,
     success: { status: 200, description: "The consent page (no scripts, frame-ancestors 'none', a CSRF cookie)", html: true },
-    errors: [{ status: 400, codes: ["invalid_request"] }],
+    errors: [
+      { status: 400, codes: ["invalid_request"] },
+      { status: 429, codes: ["too_many_requests"] },
+    ],
   },
   {
     method: "post",

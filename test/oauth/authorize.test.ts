@@ -203,6 +203,18 @@ eachDatabase("OAuth authorization endpoint and registration", (get) => {
     await register(server);
   });
 
+  test("authorization requests (consent pages) are limited per IP address", async () => {
+    clock.set(new Date(Math.ceil(clock.now().getTime() / 3_600_000) * 3_600_000 + 120_000));
+    const url = authorizeUrl(server, good());
+    for (let i = 0; i < 120; i++) assert.notEqual((await fetch(url, { redirect: "manual" })).status, 429, `request ${i + 1}`);
+    const limited = await fetch(url, { redirect: "manual" });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.headers.get("retry-after"), String(58 * 60));
+    assert.match(await limited.text(), /Too many authorization requests/);
+    clock.advance(3_600_000);
+    assert.equal((await openConsent(url)).status, 200);
+  });
+
   test("discovery documents: resource exactly {site_url}/mcp at both places; the metadata CONTRACT names", async () => {
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
       const prm = await expectStatus(await server.request(path), 200);
