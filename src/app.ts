@@ -3,24 +3,26 @@ import { Hono, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
-import { createUsageRecorder, type UsageRecorder } from "./ledger/usage.ts";
+import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { estimateRoutes } from "./routes/estimate.ts";
 import { reverseRoutes } from "./routes/reverse.ts";
-import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
-import type { RouteDeps } from "./routes/deps.ts";
+import { createRouteDeps } from "./routes/deps.ts";
+import type { VerifyAccessToken } from "./mcp/credentials.ts";
+import { clientAddress } from "./mcp/hourly.ts";
 import { connectionRoutes, oauthRoutes } from "./routes/oauth.ts";
 import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
-import { verifyAccessToken, type AccessTokenCheck } from "./oauth/grants.ts";
+import { verifyAccessToken } from "./oauth/grants.ts";
 
 export interface AppDeps {
   db: Db;
@@ -33,18 +35,19 @@ export interface AppDeps {
   retry?: RetryOptions;
   /** The connection's peer address, given the runtime's second fetch argument (src/main.ts). */
   peerAddress?: (req: Request, env: unknown) => string | undefined;
+  /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); by default the OAuth module's own check. */
+  verifyAccessToken?: VerifyAccessToken;
   /** DNS for OAuth client metadata documents (the entry point passes its runtime's resolver). */
   resolveHost?: ResolveHost;
   /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
   fetchDocument?: typeof fetch;
 }
 
-
 export interface App {
   /** `env`: the runtime's second fetch argument, handed to `peerAddress`. */
   fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
-  verifyAccessToken: (token: string) => Promise<AccessTokenCheck>;
+  verifyAccessToken: VerifyAccessToken;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
@@ -70,12 +73,13 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/\.well-known\/oauth-authorization-server$/, methods: ["GET"] },
   { pattern: /^\/api\/oauth\/(register|token|revoke)$/, methods: ["POST"] },
   { pattern: /^\/api\/oauth\/authorize$/, methods: ["GET", "POST"] },
+  { pattern: /^\/mcp$/, methods: ["POST"] },
 ];
 
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
@@ -102,11 +106,8 @@ export function requestIdAndCors(): MiddlewareHandler {
 }
 
 export function createApp(deps: AppDeps): App {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log ?? ((line: string) => console.error(line));
-  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
-  const cursors = createCursorSigner(deps.db, deps.config.cursorSecret);
-  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log, cursors };
+  const routeDeps = createRouteDeps(deps);
+  const { now, log, usage } = routeDeps;
   const oauth: OAuthDeps = {
     db: deps.db,
     now,
@@ -116,8 +117,9 @@ export function createApp(deps: AppDeps): App {
     trustedCallbackHost: deps.config.oauth.trustedCallbackHost,
     resolveHost: deps.resolveHost,
     fetchDocument: deps.fetchDocument ?? ((input, init) => fetch(input, init)),
-    clientAddress: (req, env) => deps.peerAddress?.(req, env) ?? "unknown",
+    clientAddress: (req, env) => clientAddress(req, deps.peerAddress?.(req, env), deps.config.trustProxy),
   };
+  const verify: VerifyAccessToken = deps.verifyAccessToken ?? ((token) => verifyAccessToken(oauth, token));
 
   const app = new Hono();
 
@@ -125,6 +127,9 @@ export function createApp(deps: AppDeps): App {
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
+
+  const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
+  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
@@ -134,7 +139,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
   v1.route("/", connectionRoutes(routeDeps));
-  v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
+  v1.route("/", jobRoutes(routeDeps, jobs));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {
@@ -152,7 +157,7 @@ export function createApp(deps: AppDeps): App {
 
   return {
     fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
-    verifyAccessToken: (token: string) => verifyAccessToken(oauth, token),
+    verifyAccessToken: verify,
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };

@@ -31,6 +31,7 @@ const EnvSchema = v.object({
   LIVE_CACHE_HOURS: v.optional(Int(0, 100000), "168"),
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
   OAUTH_TRUSTED_CALLBACK_HOST: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, "must be a hostname (no scheme, port or path)"))),
+  TRUST_PROXY: v.optional(Int(0, 10), "0"),
 });
 
 export interface Config {
@@ -42,6 +43,11 @@ export interface Config {
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * Proxies in front of the server whose X-Forwarded-For entries are trusted: 0 takes the
+   * connection's peer as the client address, N the address N hops back through the header.
+   */
+  trustProxy: number;
   /** Signs reverse-lookup cursors; when unset, a secret generated on first start is kept in the database. */
   cursorSecret?: string;
   upstreams: {
@@ -92,6 +98,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,
     cursorSecret: e.CURSOR_SECRET,
+    trustProxy: e.TRUST_PROXY,
     upstreams: {
       neynarApiUrl: e.NEYNAR_API_URL,
       neynarApiKey: e.NEYNAR_API_KEY,

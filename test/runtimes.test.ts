@@ -195,5 +195,25 @@ for (const runtime of RUNTIMES) {
       const page = await expectStatus(await get(`/api/oauth/authorize?${query}`, { redirect: "manual" }), 400);
       assert.match(page.text, /localhost resolves to (127\.0\.0\.1|::1) \(\w+[^)]*\), not a public address/, page.text);
     });
+
+    test("MCP: tools/list without a key is counted on the peer address; tools/call is billed", async () => {
+      const rpc = (body: unknown, headers: Record<string, string> = {}) =>
+        get("/mcp", {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers },
+          body: JSON.stringify(body),
+        });
+      const list = await expectStatus(await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }), 200);
+      assert.equal(list.body.result.tools.length, 8);
+      const [row] = await db.query<{ subject: string }>("SELECT subject FROM mcp_hourly_requests");
+      assert.match(row.subject, /^ip:(::ffff:)?127\.0\.0\.1$/, "the runtime handed over the connection's peer");
+      const debits = (await debitsOf(db, customer.accountId)).length;
+      const call = await expectStatus(
+        await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "walletid_resolve_wallets", arguments: { wallets: [W.full] } } }, auth()),
+        200,
+      );
+      assert.equal(call.body.result.structuredContent.billed_matches, 1);
+      assert.equal((await debitsOf(db, customer.accountId)).length, debits + 1);
+    });
   });
 }

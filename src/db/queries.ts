@@ -69,6 +69,8 @@ export const QUERY_NAMES = [
   "oauth_connections_revoke",
   "oauth_connections_select_by_account",
   "oauth_connections_touch",
+  "mcp_hourly_requests_count",
+  "mcp_hourly_requests_delete_before",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

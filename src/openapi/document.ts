@@ -16,6 +16,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   405: "Method not allowed",
   409: "Conflict",
   413: "Request body too large",
+  415: "Unsupported media type",
   429: "A rate window is exhausted; Retry-After says when it resets",
   500: "Internal error; the body never carries a stack, SQL or upstream detail",
   503: "Database or upstream temporarily unavailable; Retry-After says when to retry",
@@ -79,6 +80,7 @@ function responses(op: Operation): Json {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
+      ...(status === 401 && op.optionalAuth ? ["WWW-Authenticate"] : []),
       "X-Request-Id",
     ];
     out[String(status)] = {
@@ -87,7 +89,7 @@ function responses(op: Operation): Json {
       // the OAuth endpoints' own errors are RFC 6749 JSON (or a page); a 500 is the house shape
       content: op.oauthErrors && status !== 500 && op.success.html
         ? { "text/html": { schema: { type: "string", description: `An error page (${codes.join(", ")})` } } }
-        : { "application/json": { schema: jsonSchema(op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes)) } },
+        : { "application/json": { schema: jsonSchema(op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
     };
   }
   return out;
@@ -99,7 +101,7 @@ function operationObject(op: Operation): Json {
     tags: [op.tag],
     summary: op.summary,
     description: op.description,
-    security: op.auth ? [{ bearerApiKey: [] }, { plainApiKey: [] }] : [],
+    security: op.auth ? [{ bearerApiKey: [] }, { plainApiKey: [] }] : op.optionalAuth ? [{ bearerApiKey: [] }, { plainApiKey: [] }, {}] : [],
     ...(parameters(op).length > 0 ? { parameters: parameters(op) } : {}),
     ...(op.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.body) } } } }

@@ -21,6 +21,8 @@ export interface Operation {
   description: string;
   /** Needs an API key in Authorization (adds 401, 429 and the rate-limit headers). */
   auth: boolean;
+  /** Accepts an API key but does not always need one (the MCP endpoint: only tools/call does). */
+  optionalAuth?: boolean;
   params?: ObjectSchema;
   query?: ObjectSchema;
   headers?: Record<string, Schema>;
@@ -42,6 +44,8 @@ export interface Operation {
   };
   /** Errors this operation answers with; the standard ones (401, 429, 500, 503) are added by `auth`. */
   errors: ErrorCase[];
+  /** Body of its error responses when they are not `{error, code}` (the MCP endpoint answers JSON-RPC errors). */
+  errorBody?: Schema;
 }
 
 export const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
@@ -55,4 +59,8 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   "X-Request-Id": { description: "Identifies the request in the service's logs", schema: { type: "string" } },
   Location: { description: "Where the browser goes next: the client's callback with `code`, `state` and `iss` (or `error`)", schema: { type: "string", format: "uri" } },
   "Cache-Control": { description: "`no-store`: the response carries secrets", schema: { type: "string", const: "no-store" } },
+  "WWW-Authenticate": {
+    description: "`Bearer resource_metadata=\"{site_url}/.well-known/oauth-protected-resource/mcp\"`: where an MCP host starts OAuth",
+    schema: { type: "string" },
+  },
 };

@@ -4,6 +4,7 @@ import { accountOpenapi } from "../routes/account.ts";
 import { batchOpenapi } from "../routes/batch.ts";
 import { estimateOpenapi } from "../routes/estimate.ts";
 import { jobsOpenapi } from "../routes/jobs.ts";
+import { mcpOpenapi } from "../routes/mcp.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
@@ -19,5 +20,6 @@ export const OPERATIONS: Operation[] = [
   ...accountOpenapi,
   ...connectionsOpenapi,
   ...oauthOpenapi,
+  ...mcpOpenapi,
   ...publicOpenapi,
 ];
