@@ -16,6 +16,8 @@ import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
+import { x402Routes } from "./routes/x402.ts";
+import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import { createRouteDeps } from "./routes/deps.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
@@ -41,6 +43,8 @@ export interface AppDeps {
   resolveHost?: ResolveHost;
   /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
   fetchDocument?: typeof fetch;
+  /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
+  payments?: PaymentServer;
 }
 
 export interface App {
@@ -74,12 +78,14 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/oauth\/(register|token|revoke)$/, methods: ["POST"] },
   { pattern: /^\/api\/oauth\/authorize$/, methods: ["GET", "POST"] },
   { pattern: /^\/mcp$/, methods: ["POST"] },
+  { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
+  { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
 ];
 
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
@@ -94,7 +100,8 @@ export function requestIdAndCors(): MiddlewareHandler {
           ...CORS_HEADERS,
           "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
           "Access-Control-Allow-Headers":
-            c.req.header("Access-Control-Request-Headers") ?? "Authorization, Content-Type, Idempotency-Key",
+            c.req.header("Access-Control-Request-Headers") ??
+            "Authorization, Content-Type, Idempotency-Key, PAYMENT-SIGNATURE, Access-Control-Expose-Headers",
           "Access-Control-Max-Age": "86400",
         },
       });
@@ -127,6 +134,7 @@ export function createApp(deps: AppDeps): App {
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
+  app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
 
   const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
   app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: verify, peerAddress: deps.peerAddress }));

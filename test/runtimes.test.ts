@@ -15,6 +15,8 @@ import { freePort } from "./support/ports.ts";
 import { W, loadFixtures } from "./support/fixtures.ts";
 import { assertErrorBody, batchInit, debitsOf, expectStatus, rateHeaders } from "./support/http.ts";
 import { createCustomer } from "./support/server.ts";
+import { startFacilitator, type Facilitator } from "../scripts/facilitator.ts";
+import { buyInit, newBuyer, PAY_TO } from "./x402/support.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const BIN = join(ROOT, "node_modules", ".bin");
@@ -109,6 +111,7 @@ for (const runtime of RUNTIMES) {
     let drop: () => Promise<void>;
     let server: Running;
     let customer: { accountId: string; apiKey: string };
+    let facilitator: Facilitator;
 
     before(async () => {
       const created = await createPostgresDatabase();
@@ -116,10 +119,17 @@ for (const runtime of RUNTIMES) {
       db = await openDatabase({ databaseUrl: created.url, max: 2 });
       await loadFixtures(db, IMPORTED_AT);
       customer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
-      server = await startRuntime(runtime.command, runtime.args, { DATABASE_URL: created.url, LOG_LEVEL: "info" });
+      facilitator = await startFacilitator();
+      server = await startRuntime(runtime.command, runtime.args, {
+        DATABASE_URL: created.url,
+        LOG_LEVEL: "info",
+        X402_FACILITATOR_URL: facilitator.url,
+        X402_PAY_TO: PAY_TO,
+      });
     });
     after(async () => {
       await server?.stop();
+      await facilitator?.close();
       await db?.close();
       await drop?.();
     });
@@ -173,6 +183,25 @@ for (const runtime of RUNTIMES) {
       assert.equal(res.headers.get("Access-Control-Allow-Origin"), "*");
       assert.match(res.headers.get("Access-Control-Allow-Methods") ?? "", /POST/);
       assert.match(res.headers.get("Access-Control-Allow-Headers") ?? "", /authorization/i);
+    });
+
+    test("POST /api/x402/buy and /api/x402/recover: the official client buys a key, uses it, and recovers it", async () => {
+      const buyer = await newBuyer(facilitator, 5);
+      const bought = await expectStatus(await buyer.pay(`${server.url}/api/x402/buy`, buyInit(2)), 200, "purchase");
+      assert.equal(bought.body.matches_added, 24);
+      assert.equal(facilitator.token.balanceOf(buyer.address), 3_000_000n);
+      await expectStatus(await get(`/api/v1/wallet/${W.full}`, { headers: { Authorization: bought.body.api_key } }), 200, "the bought key");
+      const challenge = (await expectStatus(await get(`/api/x402/recover?wallet=${buyer.address}`), 200)).body;
+      const recovered = await expectStatus(
+        await get("/api/x402/recover", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ wallet: buyer.address, issued_at: challenge.issued_at, token: challenge.token, signature: await buyer.account.signMessage({ message: challenge.message }) }),
+        }),
+        200,
+        "recovery",
+      );
+      assert.match(recovered.body.api_key, /^wid_live_/);
     });
 
     test("public endpoints: /healthz, openapi.json and /docs", async () => {

@@ -36,6 +36,7 @@ function headerRefs(names: string[]): Json {
 /** The errors an operation can answer with: its own plus the standard ones of an authenticated call. */
 export function errorCases(op: Operation): ErrorCase[] {
   const byStatus = new Map<number, Set<string>>();
+  const own = new Map(op.errors.map((e) => [e.status, e]));
   const add = (status: number, codes: string[]) => {
     const set = byStatus.get(status) ?? new Set<string>();
     for (const code of codes) set.add(code);
@@ -48,7 +49,9 @@ export function errorCases(op: Operation): ErrorCase[] {
     add(503, ["SERVICE_UNAVAILABLE"]);
   }
   add(500, ["INTERNAL_ERROR"]);
-  return [...byStatus].sort(([a], [b]) => a - b).map(([status, codes]) => ({ status, codes: [...codes] }));
+  return [...byStatus]
+    .sort(([a], [b]) => a - b)
+    .map(([status, codes]) => ({ ...own.get(status), status, codes: [...codes] }));
 }
 
 function parameters(op: Operation): Json[] {
@@ -76,11 +79,12 @@ function responses(op: Operation): Json {
         }),
   };
   const out: Json = { [String(op.success.status)]: success };
-  for (const { status, codes } of errorCases(op)) {
+  for (const { status, codes, headers: extra, schema } of errorCases(op)) {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
       ...(status === 401 && op.optionalAuth ? ["WWW-Authenticate"] : []),
+      ...(extra ?? []),
       "X-Request-Id",
     ];
     out[String(status)] = {
@@ -89,7 +93,7 @@ function responses(op: Operation): Json {
       // the OAuth endpoints' own errors are RFC 6749 JSON (or a page); a 500 is the house shape
       content: op.oauthErrors && status !== 500 && op.success.html
         ? { "text/html": { schema: { type: "string", description: `An error page (${codes.join(", ")})` } } }
-        : { "application/json": { schema: jsonSchema(op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
+        : { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
     };
   }
   return out;

@@ -8,6 +8,10 @@ type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue
 export interface ErrorCase {
   status: number;
   codes: string[];
+  /** Names from RESPONSE_HEADERS this error carries beyond the standard ones. */
+  headers?: string[];
+  /** The body when it is more than {error, code}. */
+  schema?: Schema;
 }
 
 export interface Operation {
@@ -56,6 +60,8 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   "X-Data-Staleness": { description: "`stale` on a record past its freshness window; absent on fresh records", schema: { type: "string", const: "stale" } },
   "X-Last-Updated": { description: "Timestamp of the newest observation of a stale record", schema: { type: "string", format: "date-time" } },
   "Idempotent-Replayed": { description: "`true` when the response replays a stored one", schema: { type: "string", const: "true" } },
+  "PAYMENT-REQUIRED": { description: "x402 version 2 payment challenge: base64 of the JSON PaymentRequired (x402Version, resource, accepts)", schema: { type: "string" } },
+  "PAYMENT-RESPONSE": { description: "x402 version 2 settlement result: base64 of the JSON SettleResponse (success, transaction, network, payer)", schema: { type: "string" } },
   "X-Request-Id": { description: "Identifies the request in the service's logs", schema: { type: "string" } },
   Location: { description: "Where the browser goes next: the client's callback with `code`, `state` and `iss` (or `error`)", schema: { type: "string", format: "uri" } },
   "Cache-Control": { description: "`no-store`: the response carries secrets", schema: { type: "string", const: "no-store" } },

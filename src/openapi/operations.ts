@@ -9,6 +9,7 @@ import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
 import { connectionsOpenapi, oauthOpenapi } from "../routes/oauth-openapi.ts";
+import { x402Openapi } from "../routes/x402.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -21,5 +22,6 @@ export const OPERATIONS: Operation[] = [
   ...connectionsOpenapi,
   ...oauthOpenapi,
   ...mcpOpenapi,
+  ...x402Openapi,
   ...publicOpenapi,
 ];
