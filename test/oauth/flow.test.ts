@@ -9,6 +9,8 @@ import { eachDatabase } from "../support/db.ts";
 import { assertErrorBody, expectStatus } from "../support/http.ts";
 import { createClock, createCustomer, type TestServer } from "../support/server.ts";
 import { answerConsent, approvedCode, CALLBACK, exchange, openConsent, startOAuthServer, tokenRequest } from "./support.ts";
+import { sql } from "../../src/db/queries.ts";
+import { listConnections } from "../../src/oauth/grants.ts";
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
@@ -120,7 +122,7 @@ eachDatabase("OAuth flow with oauth4webapi", (get) => {
     assert.throws(() => oauth.validateAuthResponse(as, { client_id: got.clientId }, back, "s2"), oauth.AuthorizationResponseError);
   });
 
-  test("token responses are no-store JSON, and the REST API takes API keys only", async () => {
+  test("token responses are no-store JSON; the REST API takes API keys only; the purchase endpoint refuses the token", async () => {
     const got = await approvedCode(server, { apiKey });
     const res = await tokenRequest(server, { grant_type: "authorization_code", code: got.code, code_verifier: got.verifier, client_id: got.clientId, redirect_uri: got.redirectUri });
     const checked = await expectStatus(res, 200);
@@ -129,6 +131,12 @@ eachDatabase("OAuth flow with oauth4webapi", (get) => {
     const usage = await expectStatus(await server.request("/api/v1/usage", { key: checked.body.access_token }), 401, "an OAuth token on the REST API");
     assertErrorBody(usage, "UNAUTHORIZED");
     await expectStatus(await server.request("/api/v1/connections", { key: checked.body.access_token }), 401, "an OAuth token cannot list connections");
+    const buy = await expectStatus(
+      await server.request("/api/x402/buy", { method: "POST", key: checked.body.access_token, headers: { "Content-Type": "application/json" }, body: "{}" }),
+      403,
+      "an OAuth token cannot buy credits",
+    );
+    assertErrorBody(buy, "OAUTH_CANNOT_BUY");
   });
 
   test("connections: listed with the API key, disconnected at once, 404 for another account's", async () => {
@@ -181,5 +189,28 @@ eachDatabase("OAuth flow with oauth4webapi", (get) => {
     const eleventh = await createApiKey(get().db, { accountId, now: clock.now() });
     assert.deepEqual(eleventh, { ok: false, code: "KEY_CAP_REACHED" });
     await get().db.query("UPDATE api_keys SET revoked_at = $2 WHERE id = ANY($1::uuid[])", [made, clock.now()]);
+  });
+});
+
+eachDatabase("OAuth connections and a paying wallet's keys", (get) => {
+  test("a connection's hidden key is not one of the wallet's three keys; a revoke-all recovery ends the connection and reports person-held keys only", async () => {
+    const clock = createClock("2026-11-20T12:00:30Z");
+    const server = await startOAuthServer(get().db, { clock });
+    try {
+      const { apiKey, accountId } = await createCustomer(get().db, { now: clock.now() });
+      const wallet = `0x${"ab".repeat(20)}`;
+      await get().db.query("INSERT INTO x402_wallets (wallet, account_id, created_at) VALUES ($1, $2, $3)", [wallet, accountId, clock.now()]);
+      const tokens = await exchange(server, await approvedCode(server, { apiKey }));
+      const [count] = await get().db.query<{ active_keys: number }>(sql("x402_wallets_select_keys"), [wallet]);
+      assert.equal(count.active_keys, 1, "the API key only, not the connection's hidden key");
+      const revoked = await get().db.query<{ prefix: string }>(sql("x402_api_keys_revoke_all"), [accountId, clock.now()]);
+      assert.deepEqual(revoked.map((r) => r.prefix), [apiKey.slice(0, 12)], "revoked_prefixes names the person's key only");
+      assert.deepEqual(await server.app.verifyAccessToken(tokens.access_token), { ok: false }, "the connection ended with the keys");
+      const refused = await expectStatus(await tokenRequest(server, { grant_type: "refresh_token", refresh_token: tokens.refresh_token }), 400);
+      assert.equal(refused.body.error, "invalid_grant");
+      assert.deepEqual(await listConnections(get().db, accountId), []);
+    } finally {
+      await server.close();
+    }
   });
 });
