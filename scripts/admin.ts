@@ -18,6 +18,7 @@ import { createAccount, grantCredits, PACK_NAMES, type PackName } from "../src/l
 import { createApiKey, MAX_ACTIVE_KEYS } from "../src/ledger/keys.ts";
 import { TASK_NAMES } from "../src/maintenance/lease.ts";
 import { maintenanceDeps, runTasks } from "../src/maintenance/run.ts";
+import { disconnect, listConnections } from "../src/oauth/grants.ts";
 import { grantPayment } from "../src/x402/purchase.ts";
 
 const USAGE = `Usage: npm run admin -- <command>
@@ -26,7 +27,9 @@ const USAGE = `Usage: npm run admin -- <command>
   credits grant --account ID --pack ${PACK_NAMES.join("|")} [--quantity N]
   import FILE            (- reads standard input)
   maintain [reachability|stats|all]
-  x402 redeem REF        (grants a purchase that settled but was not recorded, once)`;
+  x402 redeem REF        (grants a purchase that settled but was not recorded, once)
+  connection list --account ID
+  connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)`;
 
 const MAINTAIN_TASKS = ["reachability", "stats", "all"] as const;
 
@@ -41,7 +44,9 @@ export type Command =
   | { name: "credits grant"; accountId: string; pack: PackName; quantity: number }
   | { name: "import"; file: string }
   | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
-  | { name: "x402 redeem"; reference: string };
+  | { name: "x402 redeem"; reference: string }
+  | { name: "connection list"; accountId: string }
+  | { name: "connection revoke"; connectionId: string };
 
 /** `--name value` or `--name=value`; every option takes a value and may appear once. */
 function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
@@ -73,13 +78,17 @@ function noExtra(command: string, rest: string[]): void {
   if (rest.length > 0) throw new UsageError(`Unexpected argument ${JSON.stringify(rest[0])} for ${command}`);
 }
 
-function accountOption(command: string, options: Map<string, string>): string {
-  const id = options.get("account");
-  if (id === undefined) throw new UsageError(`Missing --account: ${command} needs an account ID`);
+function uuidOption(command: string, options: Map<string, string>, name: string, what: string): string {
+  const id = options.get(name);
+  if (id === undefined) throw new UsageError(`Missing --${name}: ${command} needs ${what}`);
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
-    throw new UsageError(`Invalid --account ${JSON.stringify(id)}: expected an account ID (a UUID)`);
+    throw new UsageError(`Invalid --${name} ${JSON.stringify(id)}: expected ${what} (a UUID)`);
   }
   return id.toLowerCase();
+}
+
+function accountOption(command: string, options: Map<string, string>): string {
+  return uuidOption(command, options, "account", "an account ID");
 }
 
 /** Pure: the command line to a command, or a UsageError with the one line to print. */
@@ -118,6 +127,16 @@ export function parseCommand(argv: string[]): Command {
       }
       return { name: pair, accountId, pack, quantity };
     }
+    case "connection list": {
+      const { options, rest } = parseOptions(pair, more, ["account"]);
+      noExtra(pair, rest);
+      return { name: pair, accountId: accountOption(pair, options) };
+    }
+    case "connection revoke": {
+      const { options, rest } = parseOptions(pair, more, ["id"]);
+      noExtra(pair, rest);
+      return { name: pair, connectionId: uuidOption(pair, options, "id", "a connection ID") };
+    }
   }
   if (first === "import") {
     const { rest } = parseOptions(first, argv.slice(1), []);
@@ -143,7 +162,7 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: pair, reference: rest[0].toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain or x402 redeem";
+  const commands = "account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -214,6 +233,18 @@ async function run(
         on_free_allowance: credits.onFreeAllowance,
         plan: credits.plan,
       };
+    }
+    case "connection list": {
+      if (!(await accountExists(db, command.accountId))) {
+        throw new CommandError(`Cannot list connections: account ${command.accountId} does not exist`);
+      }
+      return { account_id: command.accountId, connections: await listConnections(db, command.accountId) };
+    }
+    case "connection revoke": {
+      if (!(await disconnect(db, { connectionId: command.connectionId, now }))) {
+        throw new CommandError(`Cannot revoke connection ${command.connectionId}: no live connection has this ID`);
+      }
+      return { connection_id: command.connectionId, revoked: true };
     }
     case "x402 redeem":
       return await redeem(db, command.reference, now);

@@ -21,6 +21,10 @@ import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import { createRouteDeps } from "./routes/deps.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
+import { clientAddress } from "./mcp/hourly.ts";
+import { connectionRoutes, oauthRoutes } from "./routes/oauth.ts";
+import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
+import { verifyAccessToken } from "./oauth/grants.ts";
 
 export interface AppDeps {
   db: Db;
@@ -33,8 +37,12 @@ export interface AppDeps {
   retry?: RetryOptions;
   /** The connection's peer address, given the runtime's second fetch argument (src/main.ts). */
   peerAddress?: (req: Request, env: unknown) => string | undefined;
-  /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); absent, they get 401. */
+  /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); by default the OAuth module's own check. */
   verifyAccessToken?: VerifyAccessToken;
+  /** DNS for OAuth client metadata documents (the entry point passes its runtime's resolver). */
+  resolveHost?: ResolveHost;
+  /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
+  fetchDocument?: typeof fetch;
   /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
   payments?: PaymentServer;
 }
@@ -42,6 +50,8 @@ export interface AppDeps {
 export interface App {
   /** `env`: the runtime's second fetch argument, handed to `peerAddress`. */
   fetch: (req: Request, env?: unknown) => Promise<Response>;
+  /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
+  verifyAccessToken: VerifyAccessToken;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
@@ -61,6 +71,12 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/connections$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/connections\/[^/]+$/, methods: ["DELETE"] },
+  { pattern: /^\/\.well-known\/oauth-protected-resource(\/mcp)?$/, methods: ["GET"] },
+  { pattern: /^\/\.well-known\/oauth-authorization-server$/, methods: ["GET"] },
+  { pattern: /^\/api\/oauth\/(register|token|revoke)$/, methods: ["POST"] },
+  { pattern: /^\/api\/oauth\/authorize$/, methods: ["GET", "POST"] },
   { pattern: /^\/mcp$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
@@ -82,7 +98,7 @@ export function requestIdAndCors(): MiddlewareHandler {
         status: 204,
         headers: {
           ...CORS_HEADERS,
-          "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+          "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
           "Access-Control-Allow-Headers":
             c.req.header("Access-Control-Request-Headers") ??
             "Authorization, Content-Type, Idempotency-Key, PAYMENT-SIGNATURE, Access-Control-Expose-Headers",
@@ -99,16 +115,29 @@ export function requestIdAndCors(): MiddlewareHandler {
 export function createApp(deps: AppDeps): App {
   const routeDeps = createRouteDeps(deps);
   const { now, log, usage } = routeDeps;
+  const oauth: OAuthDeps = {
+    db: deps.db,
+    now,
+    log,
+    issuer: deps.config.publicUrl,
+    resource: `${deps.config.publicUrl}/mcp`,
+    trustedCallbackHost: deps.config.oauth.trustedCallbackHost,
+    resolveHost: deps.resolveHost,
+    fetchDocument: deps.fetchDocument ?? ((input, init) => fetch(input, init)),
+    clientAddress: (req, env) => clientAddress(req, deps.peerAddress?.(req, env), deps.config.trustProxy),
+  };
+  const verify: VerifyAccessToken = deps.verifyAccessToken ?? ((token) => verifyAccessToken(oauth, token));
 
   const app = new Hono();
 
   app.use(requestIdAndCors());
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
+  app.route("/", oauthRoutes(oauth));
   app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
 
   const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
-  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: deps.verifyAccessToken, peerAddress: deps.peerAddress }));
+  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
@@ -117,6 +146,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", reverseRoutes(routeDeps));
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
+  v1.route("/", connectionRoutes(routeDeps));
   v1.route("/", jobRoutes(routeDeps, jobs));
   app.route("/api/v1", v1);
 
@@ -135,6 +165,7 @@ export function createApp(deps: AppDeps): App {
 
   return {
     fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
+    verifyAccessToken: verify,
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };

@@ -30,6 +30,7 @@ const EnvSchema = v.object({
   JOB_CHUNK_SIZE: v.optional(Int(1, 100000), "1000"),
   LIVE_CACHE_HOURS: v.optional(Int(0, 100000), "168"),
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
+  OAUTH_TRUSTED_CALLBACK_HOST: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, "must be a hostname (no scheme, port or path)"))),
   TRUST_PROXY: v.optional(Int(0, 10), "0"),
 });
 
@@ -71,6 +72,10 @@ export interface Config {
     chunkSize: number;
     cacheTtlHours: number;
     upstreamTimeoutMs: number;
+  };
+  oauth: {
+    /** The one hosted-client domain whose callback receives OAuth errors and declines. */
+    trustedCallbackHost?: string;
   };
 }
 
@@ -114,5 +119,6 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       cacheTtlHours: e.LIVE_CACHE_HOURS,
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
+    oauth: { trustedCallbackHost: e.OAUTH_TRUSTED_CALLBACK_HOST?.toLowerCase() },
   };
 }

@@ -1,6 +1,7 @@
 // Entry point: picks Deno.serve, Bun.serve or @hono/node-server; nothing else is runtime-specific.
 import { join } from "node:path";
 import process from "node:process";
+import { lookup } from "node:dns/promises";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import { openDatabase } from "./db/open.ts";
@@ -97,7 +98,9 @@ async function main(): Promise<void> {
   }
 
   const sources = configuredSources(config, log);
-  const app = createApp({ db, config, now, log, sources, peerAddress });
+  // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
+  const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+  const app = createApp({ db, config, now, log, sources, peerAddress, resolveHost });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;

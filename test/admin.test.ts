@@ -14,6 +14,10 @@ import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
 import { parseCommand, UsageError } from "../scripts/admin.ts";
 import { importObservations } from "../src/index/import.ts";
 import { FAKE_X_TOKEN, startFakeX } from "./support/fake-x.ts";
+import { registerClient } from "../src/oauth/clients.ts";
+import type { OAuthDeps } from "../src/oauth/deps.ts";
+import { exchangeCode, issueCode, verifyAccessToken } from "../src/oauth/grants.ts";
+import { pkceChallenge } from "../src/oauth/secrets.ts";
 
 const REPO = new URL("..", import.meta.url).pathname;
 
@@ -84,8 +88,8 @@ describe("admin command line parsing", () => {
 
   test("refuses bad input with one line", () => {
     const cases: [string[], string][] = [
-      [[], "Missing command: expected account create, key create, credits grant, import, maintain or x402 redeem"],
-      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain or x402 redeem'],
+      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke'],
       [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
       [["account", "create", "--email"], "Option --email needs a value"],
       [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
@@ -186,7 +190,7 @@ describe("admin CLI [postgres]", () => {
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
-      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain or x402 redeem'],
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke'],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],
@@ -203,6 +207,43 @@ describe("admin CLI [postgres]", () => {
     for (let active = 1; active < 10; active++) assert.equal((await createApiKey(db, { accountId, now })).ok, true);
     refused(await admin(["key", "create", "--account", accountId], env), 1, `Cannot create key: account ${accountId} already has 10 active keys`);
   });
+  test("connection list and connection revoke: an OAuth connection listed, then ended with its tokens", async () => {
+    const now = () => new Date();
+    const oauth: OAuthDeps = {
+      db,
+      now,
+      log: () => {},
+      issuer: "http://127.0.0.1:1",
+      resource: "http://127.0.0.1:1/mcp",
+      fetchDocument: fetch,
+      clientAddress: () => "test",
+    };
+    const registered = await registerClient(oauth, { redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "CLI host" });
+    assert.ok(registered.ok);
+    const verifier = "v".repeat(43);
+    const code = await issueCode(oauth, {
+      clientId: registered.client.clientId,
+      accountId,
+      redirectUri: "http://127.0.0.1:9/cb",
+      codeChallenge: await pkceChallenge(verifier),
+      scope: "mcp",
+      resource: oauth.resource,
+    });
+    const tokens = await exchangeCode(oauth, { code, clientId: registered.client.clientId, redirectUri: "http://127.0.0.1:9/cb", codeVerifier: verifier });
+    assert.ok(tokens.ok);
+    const listed = json(await admin(["connection", "list", "--account", accountId], env)) as { connections: Array<Record<string, unknown>> };
+    assert.equal(listed.connections.length, 1);
+    assert.equal(listed.connections[0].client_name, "CLI host");
+    assert.equal(listed.connections[0].client_id, registered.client.clientId);
+    const id = listed.connections[0].id as string;
+    assert.deepEqual(json(await admin(["connection", "revoke", "--id", id], env)), { connection_id: id, revoked: true });
+    assert.deepEqual(await verifyAccessToken(oauth, tokens.tokens.access_token), { ok: false }, "its access token stops at once");
+    assert.deepEqual((json(await admin(["connection", "list", "--account", accountId], env)) as { connections: unknown[] }).connections, []);
+    refused(await admin(["connection", "revoke", "--id", id], env), 1, `Cannot revoke connection ${id}: no live connection has this ID`);
+    refused(await admin(["connection", "revoke"], env), 2, "Missing --id: connection revoke needs a connection ID");
+    refused(await admin(["connection", "list", "--account", "00000000-0000-0000-0000-000000000000"], env), 1, /^Cannot list connections: account .* does not exist\n$/);
+  });
+
   test("maintain runs the daily tasks once and prints what each did", async () => {
     await importObservations(
       db,

@@ -11,63 +11,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { inflateSync } from "node:zlib";
 import { openDatabase } from "../src/db/open.ts";
 import type { Db } from "../src/db/types.ts";
 import { fullPath } from "../src/openapi/docs-page.ts";
 import { expectStatus } from "./support/http.ts";
 import { startServer, type TestServer } from "./support/server.ts";
+import { CHROMIUM, CHROMIUM_FLAGS, chromiumAvailable, inspectPng } from "./support/chromium.ts";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const INSTALL = "install Debian's chromium package (apt-get install -y chromium; .ci/run does this)";
 const run = promisify(execFile);
 
 /** Runs headless Chromium on `url` with a fresh profile; returns its stdout. */
 async function chromium(args: string[], url: string): Promise<string> {
   const profile = mkdtempSync(join(tmpdir(), "walletid-chromium-"));
   try {
-    const { stdout } = await run(
-      CHROMIUM,
-      [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        ...args,
-        url,
-      ],
-      { timeout: 60_000, maxBuffer: 32 << 20 },
-    );
+    const { stdout } = await run(CHROMIUM, [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, ...args, url], { timeout: 60_000, maxBuffer: 32 << 20 });
     return stdout;
   } finally {
     rmSync(profile, { recursive: true, force: true });
   }
-}
-
-/** Width, height and the number of distinct byte values of the decoded pixel rows. */
-function inspectPng(png: Buffer): { width: number; height: number; distinct: number } {
-  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "PNG signature");
-  const idat: Buffer[] = [];
-  let width = 0;
-  let height = 0;
-  for (let at = 8; at < png.length; ) {
-    const length = png.readUInt32BE(at);
-    const type = png.toString("ascii", at + 4, at + 8);
-    const data = png.subarray(at + 8, at + 8 + length);
-    if (type === "IHDR") {
-      width = data.readUInt32BE(0);
-      height = data.readUInt32BE(4);
-    }
-    if (type === "IDAT") idat.push(data);
-    at += 12 + length;
-  }
-  const pixels = inflateSync(Buffer.concat(idat));
-  return { width, height, distinct: new Set(pixels).size };
 }
 
 describe("GET /docs in headless Chromium", () => {
@@ -95,13 +56,7 @@ describe("GET /docs in headless Chromium", () => {
   });
 
   test("renders: a screenshot of the page, and its DOM lists every endpoint of openapi.json", { timeout: 120_000 }, async (t) => {
-    if (!existsSync(CHROMIUM)) {
-      const message = `Chromium not found at ${CHROMIUM}: ${INSTALL}`;
-      if (process.env.CI) assert.fail(message);
-      console.error(`\n*** SKIPPED the /docs browser test. ${message} ***\n`);
-      t.skip(message);
-      return;
-    }
+    if (!chromiumAvailable(t, "the /docs browser test")) return;
     const dir = mkdtempSync(join(tmpdir(), "walletid-docs-"));
     try {
       const shot = join(dir, "docs.png");

@@ -213,6 +213,18 @@ for (const runtime of RUNTIMES) {
       assert.match(page.text, /\/api\/v1\/wallet\/\{address\}/);
     });
 
+    test("OAuth: the runtime's own resolver (injected by src/main.ts) keeps metadata documents off loopback", async () => {
+      const query = new URLSearchParams({
+        response_type: "code",
+        client_id: "https://localhost/oauth/client.json",
+        redirect_uri: "http://127.0.0.1:9/cb",
+        code_challenge: "x".repeat(43),
+        code_challenge_method: "S256",
+      });
+      const page = await expectStatus(await get(`/api/oauth/authorize?${query}`, { redirect: "manual" }), 400);
+      assert.match(page.text, /localhost resolves to (127\.0\.0\.1|::1) \(\w+[^)]*\), not a public address/, page.text);
+    });
+
     test("MCP: tools/list without a key is counted on the peer address; tools/call is billed", async () => {
       const rpc = (body: unknown, headers: Record<string, string> = {}) =>
         get("/mcp", {

@@ -1,6 +1,7 @@
 -- name: x402_wallets_select_keys
--- A paying wallet's own account and how many active keys it holds (at most three).
+-- A paying wallet's own account and how many active keys it holds (at most three; the hidden
+-- keys of OAuth connections are not keys a person holds and do not count).
 SELECT w.account_id,
-       (SELECT count(*)::integer FROM api_keys k WHERE k.account_id = w.account_id AND k.revoked_at IS NULL) AS active_keys
+       (SELECT count(*)::integer FROM api_keys k WHERE k.account_id = w.account_id AND k.revoked_at IS NULL AND NOT k.internal) AS active_keys
   FROM x402_wallets w
  WHERE w.wallet = $1 AND w.account_id IS NOT NULL

@@ -288,6 +288,15 @@ export const UsageResponse = v.strictObject({
 export const HealthResponse = v.strictObject({ status: v.literal("ok") });
 
 /** `{error, code}` where code is one of those the status can carry on this endpoint. */
+/** RFC 6749 error responses of the OAuth endpoints. */
+export function oauthErrorSchema(codes: string[]) {
+  return v.looseObject({
+    error: v.picklist(codes),
+    error_description: v.pipe(v.string(), v.description("Human-readable message")),
+    token_rotated: v.optional(v.pipe(v.literal(true), v.description("503 only: the refresh token was just rotated by a racing request; do not resend it"))),
+  });
+}
+
 export function errorSchema(codes: string[]) {
   return v.strictObject({
     error: v.pipe(v.string(), v.description("Human-readable message: the thing, then the reason")),

@@ -20,7 +20,8 @@
 //   `WWW-Authenticate: Bearer resource_metadata="{site_url}/.well-known/oauth-protected-resource/mcp"`,
 //   for every method, initialize and tools/list included (SPEC Authentication 12).
 // - Throwing means the token service is unavailable: the request answers 503 with Retry-After.
-// - Until a verifier is passed (before issue 12 lands), every `wid_mcp_` token is `{ ok: false }`.
+// - createApp passes the OAuth module's own check (src/oauth/grants.ts verifyAccessToken) unless
+//   AppDeps.verifyAccessToken replaces it (tests do).
 //
 // Anything else in the header is an API key as sent: a mistyped one is not refused here but at the
 // tool call, as a tool error saying the key is invalid (SPEC Authentication 12); no header at all

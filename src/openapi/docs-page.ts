@@ -52,8 +52,9 @@ function operationSection(document: Json, path: string, method: string, op: Json
       : optional
         ? "optional: API key in <code>Authorization</code> (or an OAuth access token) where the operation says so"
         : "API key in <code>Authorization</code>";
-  const body = op.requestBody
-    ? `<h4>Request body</h4><p><code>application/json</code>, required</p>${schemaBlock(op.requestBody.content["application/json"].schema)}`
+  const [bodyType, bodyContent] = op.requestBody ? Object.entries<Json>(op.requestBody.content)[0] : [];
+  const body = bodyContent
+    ? `<h4>Request body</h4><p><code>${escapeHtml(bodyType!)}</code>, required</p>${schemaBlock(bodyContent.schema)}`
     : "";
   return `<section class="op" id="${escapeHtml(op.operationId)}">
 <h3><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${escapeHtml(full)}</code></h3>

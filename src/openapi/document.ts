@@ -2,7 +2,7 @@
 // valibot schemas to JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1).
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { errorSchema } from "../http/schemas.ts";
+import { errorSchema, oauthErrorSchema } from "../http/schemas.ts";
 import { RESPONSE_HEADERS, type ErrorCase, type Operation } from "./operation.ts";
 
 type Json = Record<string, unknown>;
@@ -70,9 +70,13 @@ function responses(op: Operation): Json {
   const success: Json = {
     description: op.success.description,
     headers: headerRefs([...(op.auth ? RATE_LIMIT_HEADERS : []), ...(op.success.headers ?? []), "X-Request-Id"]),
-    content: op.success.html
-      ? { "text/html": { schema: { type: "string" } } }
-      : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
+    ...(op.success.empty
+      ? {}
+      : {
+          content: op.success.html
+            ? { "text/html": { schema: { type: "string" } } }
+            : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
+        }),
   };
   const out: Json = { [String(op.success.status)]: success };
   for (const { status, codes, headers: extra, schema } of errorCases(op)) {
@@ -86,7 +90,10 @@ function responses(op: Operation): Json {
     out[String(status)] = {
       description: `${ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
       headers: headerRefs(headers),
-      content: { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? errorSchema(codes)) } },
+      // the OAuth endpoints' own errors are RFC 6749 JSON (or a page); a 500 is the house shape
+      content: op.oauthErrors && status !== 500 && op.success.html
+        ? { "text/html": { schema: { type: "string", description: `An error page (${codes.join(", ")})` } } }
+        : { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
     };
   }
   return out;
@@ -102,6 +109,9 @@ function operationObject(op: Operation): Json {
     ...(parameters(op).length > 0 ? { parameters: parameters(op) } : {}),
     ...(op.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.body) } } } }
+      : {}),
+    ...(op.formBody
+      ? { requestBody: { required: true, content: { "application/x-www-form-urlencoded": { schema: jsonSchema(op.formBody) } } } }
       : {}),
     responses: responses(op),
   };

@@ -15,7 +15,7 @@ export interface ErrorCase {
 }
 
 export interface Operation {
-  method: "get" | "post";
+  method: "get" | "post" | "delete";
   /** OpenAPI path template under {base_url}, or under {site_url} when `site` is set. */
   path: string;
   site?: boolean;
@@ -31,12 +31,18 @@ export interface Operation {
   query?: ObjectSchema;
   headers?: Record<string, Schema>;
   body?: Schema;
+  /** A form body (application/x-www-form-urlencoded) instead of JSON: the OAuth endpoints. */
+  formBody?: Schema;
+  /** Errors are RFC 6749 JSON, {error, error_description}, with the codes as `error`. */
+  oauthErrors?: boolean;
   success: {
     status: number;
     description: string;
     /** JSON body; absent with `html`. */
     schema?: Schema;
     html?: boolean;
+    /** No body: a redirect (with Location) or an empty 200. */
+    empty?: boolean;
     /** Names from RESPONSE_HEADERS beyond the rate-limit headers. */
     headers?: string[];
   };
@@ -57,6 +63,8 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   "PAYMENT-REQUIRED": { description: "x402 version 2 payment challenge: base64 of the JSON PaymentRequired (x402Version, resource, accepts)", schema: { type: "string" } },
   "PAYMENT-RESPONSE": { description: "x402 version 2 settlement result: base64 of the JSON SettleResponse (success, transaction, network, payer)", schema: { type: "string" } },
   "X-Request-Id": { description: "Identifies the request in the service's logs", schema: { type: "string" } },
+  Location: { description: "Where the browser goes next: the client's callback with `code`, `state` and `iss` (or `error`)", schema: { type: "string", format: "uri" } },
+  "Cache-Control": { description: "`no-store`: the response carries secrets", schema: { type: "string", const: "no-store" } },
   "WWW-Authenticate": {
     description: "`Bearer resource_metadata=\"{site_url}/.well-known/oauth-protected-resource/mcp\"`: where an MCP host starts OAuth",
     schema: { type: "string" },

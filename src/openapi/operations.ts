@@ -8,6 +8,7 @@ import { mcpOpenapi } from "../routes/mcp.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
+import { connectionsOpenapi, oauthOpenapi } from "../routes/oauth-openapi.ts";
 import { x402Openapi } from "../routes/x402.ts";
 import type { Operation } from "./operation.ts";
 
@@ -18,6 +19,8 @@ export const OPERATIONS: Operation[] = [
   ...reverseOpenapi,
   ...jobsOpenapi,
   ...accountOpenapi,
+  ...connectionsOpenapi,
+  ...oauthOpenapi,
   ...mcpOpenapi,
   ...x402Openapi,
   ...publicOpenapi,

@@ -64,7 +64,7 @@ eachDatabase("MCP Inspector CLI and conformance scenarios", (get) => {
     assert.equal((await debitsOf(get().db, suite.accountId)).length, before + 1);
   });
 
-  // conformance 0.1.16 imports fs.globSync (Node 22); it runs under the pinned Bun
+  // conformance (0.2.0-alpha.12, pinned for the OAuth authorization scenarios too) imports fs.globSync (Node 22); it runs under the pinned Bun
   for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]) {
     test(`conformance: ${scenario}`, async () => {
       const out = await run(BUN, [CONFORMANCE, "server", "--url", `${suite.server.url}/mcp`, "--scenario", scenario], work);

@@ -8,6 +8,7 @@ import { createAccount, grantCredits, type PackName } from "../../src/ledger/acc
 import { createApiKey } from "../../src/ledger/keys.ts";
 import { after, before } from "node:test";
 import { loadFixtures } from "./fixtures.ts";
+import { freePort } from "./ports.ts";
 
 export interface Clock {
   now: () => Date;
@@ -40,10 +41,12 @@ export interface TestServer {
 
 export async function startServer(
   db: Db,
-  options: { clock?: Clock; env?: Record<string, string>; app?: Partial<AppDeps> } = {},
+  options: { clock?: Clock; env?: Record<string, string>; app?: Partial<AppDeps>; selfUrl?: boolean } = {},
 ): Promise<TestServer> {
   const clock = options.clock ?? createClock();
-  const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
+  // selfUrl: PUBLIC_URL is the server's own address (OAuth issuers must be the URL clients use)
+  const port = options.selfUrl ? await freePort() : 0;
+  const config = readConfig({ STALE_AFTER_DAYS: "30", ...(options.selfUrl ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}), ...options.env });
   const logs: string[] = [];
   const app = createApp({
     db,
@@ -54,7 +57,7 @@ export async function startServer(
     peerAddress: (_req, env) => (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
     ...options.app,
   });
-  const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+  const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -1,0 +1,37 @@
+// What the OAuth functions are handed: built once in createApp from its deps and config.
+import type { Db } from "../db/types.ts";
+
+/** Resolves a hostname to every address it has (IPv4 and IPv6); injected from the entry point. */
+export type ResolveHost = (hostname: string) => Promise<string[]>;
+
+export interface OAuthDeps {
+  db: Db;
+  now: () => Date;
+  log: (line: string) => void;
+  /** `{site_url}`, exactly as the metadata's `issuer` and every redirect's `iss`. */
+  issuer: string;
+  /** `{site_url}/mcp`: the one resource tokens are issued for. */
+  resource: string;
+  /** The one hosted-client domain whose callback receives errors and declines. */
+  trustedCallbackHost?: string;
+  /** DNS for metadata documents; without it, URL client ids are refused. */
+  resolveHost?: ResolveHost;
+  /** fetch for metadata documents (globalThis.fetch unless a test routes it). */
+  fetchDocument: typeof fetch;
+  /** The client's IP address (registrations are limited per address), from the request and the runtime's env. */
+  clientAddress: (req: Request, env: unknown) => string;
+}
+
+export const CODE_TTL_MS = 60_000;
+export const ACCESS_TTL_MS = 3_600_000;
+export const ROTATION_GRACE_MS = 30_000;
+export const CONSENT_TTL_MS = 10 * 60_000;
+export const DOCUMENT_CACHE_MS = 24 * 3_600_000;
+export const DOCUMENT_TIMEOUT_MS = 5_000;
+export const DOCUMENT_MAX_BYTES = 64 * 1024;
+export const SCOPE = "mcp";
+
+/** Registrations and consent pages per IP address per hour; token requests per connection per minute. */
+export const REGISTRATIONS_PER_HOUR = 20;
+export const CONSENT_PAGES_PER_HOUR = 120;
+export const TOKEN_REQUESTS_PER_MINUTE = 30;
