@@ -112,7 +112,7 @@ async function send(url: string, request: { route: string; path: string; init?: 
   }
 }
 
-describe("database faults: a real server behind a controlled proxy, under metered traffic", { timeout: PHASE_MS * 4 + 240_000 }, () => {
+describe("database faults: a real server behind a controlled proxy, under metered traffic", { timeout: PHASE_MS * 4 + (process.env.FAULT_SERVER_ROOT ? 900_000 : 240_000) }, () => {
   let created: { url: string; drop: () => Promise<void> };
   let databaseName: string;
   let proxy: TcpProxy;
@@ -129,7 +129,7 @@ describe("database faults: a real server behind a controlled proxy, under metere
   /** A server that exits is counted as a crash and started again, so every phase is measured. */
   function watch(running: Running) {
     void running.exited.then((code) => {
-      if (running !== server || stopping) return;
+      if (running !== server || stopping || stopped.has(running)) return;
       crashes++;
       const output = running.output();
       crashLines.push(`exit ${code}: ${output.slice(-1500)}`);
@@ -144,6 +144,9 @@ describe("database faults: a real server behind a controlled proxy, under metere
     });
   }
   let stopping = false;
+  const stopped = new WeakSet<Running>();
+  /** Servers that stopped answering for good: replaced (by a stop and start) so later phases are measured. */
+  let replaced = 0;
 
   before(async () => {
     created = await createPostgresDatabase();
@@ -177,6 +180,9 @@ describe("database faults: a real server behind a controlled proxy, under metere
         );
       }
       const total = (k: "crashes" | "slow" | "serverErrors") => figures.reduce((s, f) => s + f[k], 0);
+      const caught = (server.output().match(/Kept serving after an/g) ?? []).length;
+      console.log(`stray rejections or exceptions caught by the last-resort handler (logged, kept serving): ${caught}`);
+      if (replaced > 0) console.log(`servers replaced after they stopped answering: ${replaced}`);
       console.log(`crashes ${total("crashes")}, answers slower than 5 s ${total("slow")}, 500s ${total("serverErrors")}, recovery ${figures.map((f) => `${f.phase} ${Math.round(f.recoveryMs)} ms`).join(", ")}`);
       if (crashLines.length > 0) console.log(`crash output:\n${crashLines.join("\n---\n")}`);
     }
@@ -197,7 +203,15 @@ describe("database faults: a real server behind a controlled proxy, under metere
 
   /** Runs traffic while `fault` runs, then restores the proxy and measures the recovery. */
   async function phase(name: string, fault: { start: () => Promise<void>; stop: () => Promise<void> }): Promise<PhaseFigures> {
-    assert.ok((await timeToServe(30_000)) < 30_000, `the server serves before the ${name} phase:\n${server.output().slice(-2000)}`);
+    if ((await timeToServe(30_000)) === Number.POSITIVE_INFINITY) {
+      // only a version without deadlines gets here (its figures are then printed, and the phase before failed)
+      console.log(`the server does not serve before the ${name} phase: started again`);
+      replaced++;
+      stopped.add(server);
+      await server.stop();
+      server = await startProcess(process.execPath, ["--import", "tsx", "src/main.ts"], env(), { cwd: SERVER_ROOT, port });
+      watch(server);
+    }
     const crashesBefore = crashes;
     const outcomes: Array<Outcome & { wellFormed: boolean }> = [];
     const requests = trafficRequests(key);
@@ -259,6 +273,7 @@ describe("database faults: a real server behind a controlled proxy, under metere
       start: async () => {
         storm = (async () => {
           while (storming) {
+            await restarting; // a crashed server is started again undisturbed, so later figures are measured
             // only this suite's throwaway database: other engineers share the server
             await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${databaseName} AND pid <> pg_backend_pid()`;
             await new Promise((resolve) => setTimeout(resolve, 150 + Math.random() * 100));
