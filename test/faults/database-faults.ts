@@ -167,6 +167,11 @@ describe("database faults: a real server behind a controlled proxy, under metere
 
   after(async () => {
     stopping = true;
+    // a run against a version that crashes or hangs must still end: say what is left open, then exit
+    setTimeout(() => {
+      console.log(`still open after the suite: ${process.getActiveResourcesInfo().join(", ")}`);
+      process.exit(process.exitCode ?? 1);
+    }, 30_000).unref();
     await restarting;
     await proxy?.setMode("pass");
     await server?.stop();
