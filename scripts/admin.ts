@@ -18,13 +18,15 @@ import { createAccount, grantCredits, PACK_NAMES, type PackName } from "../src/l
 import { createApiKey, MAX_ACTIVE_KEYS } from "../src/ledger/keys.ts";
 import { TASK_NAMES } from "../src/maintenance/lease.ts";
 import { maintenanceDeps, runTasks } from "../src/maintenance/run.ts";
+import { grantPayment } from "../src/x402/purchase.ts";
 
 const USAGE = `Usage: npm run admin -- <command>
   account create [--email E]
   key create --account ID [--name N]
   credits grant --account ID --pack ${PACK_NAMES.join("|")} [--quantity N]
   import FILE            (- reads standard input)
-  maintain [reachability|stats|all]`;
+  maintain [reachability|stats|all]
+  x402 redeem REF        (grants a purchase that settled but was not recorded, once)`;
 
 const MAINTAIN_TASKS = ["reachability", "stats", "all"] as const;
 
@@ -38,7 +40,8 @@ export type Command =
   | { name: "key create"; accountId: string; keyName?: string }
   | { name: "credits grant"; accountId: string; pack: PackName; quantity: number }
   | { name: "import"; file: string }
-  | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] };
+  | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
+  | { name: "x402 redeem"; reference: string };
 
 /** `--name value` or `--name=value`; every option takes a value and may appear once. */
 function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
@@ -131,10 +134,18 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: first, task: task as (typeof MAINTAIN_TASKS)[number] };
   }
-  if (first === undefined) throw new UsageError("Missing command: expected account create, key create, credits grant, import or maintain");
-  throw new UsageError(
-    `Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected account create, key create, credits grant, import or maintain`,
-  );
+  if (pair === "x402 redeem") {
+    const { rest } = parseOptions(pair, more, []);
+    if (rest.length === 0) throw new UsageError("Missing REF: x402 redeem needs the settlement reference a purchase's 500 carried");
+    noExtra(pair, rest.slice(1));
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(rest[0])) {
+      throw new UsageError(`Invalid REF ${JSON.stringify(rest[0])}: a settlement reference is a UUID`);
+    }
+    return { name: pair, reference: rest[0].toLowerCase() };
+  }
+  const commands = "account create, key create, credits grant, import, maintain or x402 redeem";
+  if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
+  throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
 
 /** Opened before the database, so a missing file fails fast; read only once the import starts. */
@@ -204,6 +215,8 @@ async function run(
         plan: credits.plan,
       };
     }
+    case "x402 redeem":
+      return await redeem(db, command.reference, now);
     case "import":
       try {
         // readline drops lines that arrive before iteration begins: create it only here
@@ -215,6 +228,37 @@ async function run(
         throw error;
       }
   }
+}
+
+/**
+ * Grants a purchase whose payment settled (or may have: check the transfer on chain first) and
+ * was not recorded, exactly once: the grant is keyed by the payment, and a second run finds it
+ * granted. A keyless purchase mints its key here; it is printed once, to hand to the buyer.
+ */
+async function redeem(db: Db, reference: string, now: Date): Promise<unknown> {
+  const result = await grantPayment(db, { paymentId: reference, now });
+  if (!result.ok) {
+    switch (result.code) {
+      case "NOT_FOUND":
+        throw new CommandError(`Cannot redeem ${reference}: no purchase has this settlement reference`);
+      case "ALREADY_GRANTED":
+        throw new CommandError(`Cannot redeem ${reference}: already redeemed (granted ${result.grantedAt.toISOString()} to account ${result.accountId})`);
+      case "FAILED":
+        throw new CommandError(`Cannot redeem ${reference}: its settlement failed (${result.reason ?? "no reason given"}), so nothing was paid`);
+    }
+  }
+  const g = result.grant;
+  return {
+    settlement: g.paymentId,
+    account_id: g.accountId,
+    api_key: g.key?.apiKey ?? null,
+    credited_to_key_prefix: g.topupPrefix ?? undefined,
+    pack: "Agent",
+    quantity: g.quantity,
+    matches_added: g.matchesAdded,
+    matches_available: g.matchesAvailable,
+    loyalty_bonus: g.loyalty,
+  };
 }
 
 /**

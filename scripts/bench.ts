@@ -3,9 +3,12 @@
 //
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
-//                    [--reverse-clients 8] [--case all|lookup|reverse|job] [--job-size 100000]
+//                    [--reverse-clients 8] [--case all|lookup|reverse|mcp|job|purchase] [--job-size 100000]
+//                    [--purchase-clients 8]
 //
-// --case job runs only the async job case (scripts/bench-job.ts); the default runs everything.
+// --case job runs only the async job case (scripts/bench-job.ts), --case mcp only the MCP case
+// (scripts/bench-mcp.ts), --case purchase only the x402 purchase case (scripts/bench-purchase.ts);
+// the default runs everything.
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -23,6 +26,8 @@ import { createApiKey } from "../src/ledger/keys.ts";
 import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
 import { benchReverse, type ReverseFigures } from "./bench-reverse.ts";
 import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
+import { benchMcp, printMcpReport, type McpFigures } from "./bench-mcp.ts";
+import { printPurchaseReport, runPurchaseCase, type PurchaseCaseReport } from "./bench-purchase.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -41,8 +46,9 @@ interface Settings {
   serverWaitMinutes: number;
   serverEntry: string;
   reverseClients: number;
-  case: "all" | "lookup" | "reverse" | "job";
+  case: "all" | "lookup" | "reverse" | "mcp" | "job" | "purchase";
   jobSize: number;
+  purchaseClients: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -60,6 +66,7 @@ function readSettings(argv: string[]): Settings {
       "reverse-clients": { type: "string", default: "8" },
       case: { type: "string", default: "all" },
       "job-size": { type: "string", default: "100000" },
+      "purchase-clients": { type: "string", default: "8" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -77,13 +84,14 @@ function readSettings(argv: string[]): Settings {
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
     reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
-    case: (["all", "lookup", "reverse", "job"] as const).find((c) => c === values.case) ?? failCase(values.case),
+    case: (["all", "lookup", "reverse", "mcp", "job", "purchase"] as const).find((c) => c === values.case) ?? failCase(values.case),
     jobSize: whole("job-size", values["job-size"], 20),
+    purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
   };
 }
 
 function failCase(value: string): never {
-  throw new Error(`Cannot run the bench: --case must be all, lookup, reverse or job, not ${JSON.stringify(value)}`);
+  throw new Error(`Cannot run the bench: --case must be all, lookup, reverse, mcp, job or purchase, not ${JSON.stringify(value)}`);
 }
 
 // ---- the bench account ----------------------------------------------------------------------
@@ -448,6 +456,27 @@ async function main(): Promise<number> {
       printJobReport(report, log);
       return report;
     };
+    const purchaseCase = async (): Promise<PurchaseCaseReport> => {
+      const report = await runPurchaseCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        serverEntry: settings.serverEntry,
+        clients: settings.purchaseClients,
+        seconds: settings.durationSeconds,
+        startServer: (name, entry, serverEnv) => startServer(name, entry, serverEnv, { retryForMs, log }),
+        log,
+      });
+      console.log("");
+      printPurchaseReport(report, log);
+      return report;
+    };
+    if (settings.case === "purchase") {
+      const purchase = await purchaseCase();
+      mkdirSync(join(ROOT, ".bench"), { recursive: true });
+      writeFileSync(join(ROOT, ".bench", "purchase-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, purchase }, null, 2)}\n`);
+      log("Wrote .bench/purchase-results.json");
+      return exitCode;
+    }
     if (settings.case === "job") {
       const job = await jobCase();
       mkdirSync(join(ROOT, ".bench"), { recursive: true });
@@ -473,6 +502,32 @@ async function main(): Promise<number> {
       );
       return figures;
     };
+    const mcpCase = async (url: string): Promise<McpFigures> => {
+      log(`MCP: ${settings.connections} SDK clients calling walletid_resolve_wallets, beside REST GET /wallet from as many fetch callers.`);
+      const figures = await benchMcp({
+        url,
+        apiKey,
+        clients: settings.connections,
+        seconds: settings.durationSeconds,
+        warmupSeconds: settings.warmupSeconds,
+        rounds: settings.rounds,
+        pickWallet: () => randomWallet(settings.wallets),
+        log,
+      });
+      console.log("");
+      printMcpReport(figures, log);
+      return figures;
+    };
+    if (settings.case === "mcp") {
+      const real = await startServer("real", settings.serverEntry, env, { retryForMs, log });
+      servers.push(real);
+      const mcp = await mcpCase(real.url);
+      if (real.failure()) throw new Error(real.failure());
+      mkdirSync(join(ROOT, ".bench"), { recursive: true });
+      writeFileSync(join(ROOT, ".bench", "mcp-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, mcp }, null, 2)}\n`);
+      log("Wrote .bench/mcp-results.json");
+      return exitCode;
+    }
     if (settings.case === "reverse") {
       const real = await startServer("real", settings.serverEntry, env, { retryForMs, log });
       servers.push(real);
@@ -516,6 +571,7 @@ async function main(): Promise<number> {
     }
 
     const reverse = settings.case === "all" ? await reverseCase(real.url) : undefined;
+    const mcp = settings.case === "all" ? await mcpCase(real.url) : undefined;
 
     for (const s of servers) if (s.failure()) throw new Error(s.failure());
     await stopAll();
@@ -541,15 +597,18 @@ async function main(): Promise<number> {
     }
 
     const job = settings.case === "all" ? await jobCase() : undefined;
+    const purchase = settings.case === "all" ? await purchaseCase() : undefined;
 
     const results = {
       job,
+      purchase,
       finishedAt: new Date().toISOString(),
       machine: { cpus: availableParallelism(), node: process.version },
       settings: { ...settings, batchSize: BATCH_SIZE },
       index: { database: BENCH_DATABASE, loadSeconds: index.loadMs === null ? null : index.loadMs / 1000, counts: index.counts },
       cases: byId,
       reverse,
+      mcp,
       ratio: { meteredSingleOverBaseline: ratio, target: RATIO_TARGET },
       metering,
     };

@@ -3,21 +3,24 @@ import { Hono, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
-import { createUsageRecorder, type UsageRecorder } from "./ledger/usage.ts";
+import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { estimateRoutes } from "./routes/estimate.ts";
 import { reverseRoutes } from "./routes/reverse.ts";
-import { createCursorSigner } from "./http/cursor.ts";
 import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
+import { x402Routes } from "./routes/x402.ts";
+import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
-import type { RouteDeps } from "./routes/deps.ts";
+import { createRouteDeps } from "./routes/deps.ts";
+import type { VerifyAccessToken } from "./mcp/credentials.ts";
 
 export interface AppDeps {
   db: Db;
@@ -28,10 +31,17 @@ export interface AppDeps {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  /** The connection's peer address, given the runtime's second fetch argument (src/main.ts). */
+  peerAddress?: (req: Request, env: unknown) => string | undefined;
+  /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); absent, they get 401. */
+  verifyAccessToken?: VerifyAccessToken;
+  /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
+  payments?: PaymentServer;
 }
 
 export interface App {
-  fetch: (req: Request) => Promise<Response>;
+  /** `env`: the runtime's second fetch argument, handed to `peerAddress`. */
+  fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** Writes buffered usage events; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
@@ -51,12 +61,15 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/healthz$/, methods: ["GET"] },
   { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/mcp$/, methods: ["POST"] },
+  { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
+  { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
 ];
 
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
@@ -71,7 +84,8 @@ export function requestIdAndCors(): MiddlewareHandler {
           ...CORS_HEADERS,
           "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
           "Access-Control-Allow-Headers":
-            c.req.header("Access-Control-Request-Headers") ?? "Authorization, Content-Type, Idempotency-Key",
+            c.req.header("Access-Control-Request-Headers") ??
+            "Authorization, Content-Type, Idempotency-Key, PAYMENT-SIGNATURE, Access-Control-Expose-Headers",
           "Access-Control-Max-Age": "86400",
         },
       });
@@ -83,17 +97,18 @@ export function requestIdAndCors(): MiddlewareHandler {
 }
 
 export function createApp(deps: AppDeps): App {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log ?? ((line: string) => console.error(line));
-  const usage = deps.usage ?? createUsageRecorder(deps.db, { log });
-  const cursors = createCursorSigner(deps.db, deps.config.cursorSecret);
-  const routeDeps: RouteDeps = { db: deps.db, config: deps.config, now, usage, log, cursors };
+  const routeDeps = createRouteDeps(deps);
+  const { now, log, usage } = routeDeps;
 
   const app = new Hono();
 
   app.use(requestIdAndCors());
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
+  app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
+
+  const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
+  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: deps.verifyAccessToken, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
@@ -102,7 +117,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", reverseRoutes(routeDeps));
   v1.route("/", estimateRoutes(routeDeps));
   v1.route("/", accountRoutes(routeDeps));
-  v1.route("/", jobRoutes(routeDeps, jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry })));
+  v1.route("/", jobRoutes(routeDeps, jobs));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {
@@ -119,7 +134,7 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request) => await app.fetch(req),
+    fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };

@@ -34,6 +34,7 @@ const EnvSchema = v.object({
   JOB_CHUNK_SIZE: v.optional(Int(1, 100000), "1000"),
   LIVE_CACHE_HOURS: v.optional(Int(0, 100000), "168"),
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
+  TRUST_PROXY: v.optional(Int(0, 10), "0"),
 });
 
 export interface Config {
@@ -46,6 +47,11 @@ export interface Config {
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * Proxies in front of the server whose X-Forwarded-For entries are trusted: 0 takes the
+   * connection's peer as the client address, N the address N hops back through the header.
+   */
+  trustProxy: number;
   /** Signs reverse-lookup cursors; when unset, a secret generated on first start is kept in the database. */
   cursorSecret?: string;
   upstreams: {
@@ -93,6 +99,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,
     cursorSecret: e.CURSOR_SECRET,
+    trustProxy: e.TRUST_PROXY,
     upstreams: {
       neynarApiUrl: e.NEYNAR_API_URL,
       neynarApiKey: e.NEYNAR_API_KEY,

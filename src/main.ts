@@ -16,7 +16,20 @@ import { createWorker } from "./jobs/worker.ts";
 
 type Stop = () => Promise<void>;
 
-async function serve(fetch: (req: Request) => Promise<Response>, config: Config): Promise<{ stop: Stop; runtime: string }> {
+/**
+ * The connection's peer address from each runtime's second fetch argument: @hono/node-server's
+ * `{incoming}`, Deno.serve's handler info, Bun's server.
+ */
+function peerAddress(req: Request, env: unknown): string | undefined {
+  const e = env as {
+    incoming?: { socket?: { remoteAddress?: string } };
+    remoteAddr?: { hostname?: string };
+    requestIP?: (req: Request) => { address?: string } | null;
+  } | undefined;
+  return e?.incoming?.socket?.remoteAddress ?? e?.remoteAddr?.hostname ?? e?.requestIP?.(req)?.address ?? undefined;
+}
+
+async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, config: Config): Promise<{ stop: Stop; runtime: string }> {
   const g = globalThis as { Deno?: any; Bun?: any };
   if (g.Deno) {
     const server = g.Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, fetch);
@@ -105,7 +118,7 @@ async function main(): Promise<void> {
   }
 
   const sources = configuredSources(config, log);
-  const app = createApp({ db, config, now, log, sources });
+  const app = createApp({ db, config, now, log, sources, peerAddress });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;

@@ -14,6 +14,8 @@ import { BIN, startProcess, type Running } from "./support/process.ts";
 import { W, loadFixtures } from "./support/fixtures.ts";
 import { assertErrorBody, batchInit, debitsOf, expectStatus, rateHeaders } from "./support/http.ts";
 import { createCustomer } from "./support/server.ts";
+import { startFacilitator, type Facilitator } from "../scripts/facilitator.ts";
+import { buyInit, newBuyer, PAY_TO } from "./x402/support.ts";
 
 // fixtures observed at a fixed time, so every runtime sees the same (stale) records
 const IMPORTED_AT = new Date("2026-01-01T00:00:00Z");
@@ -58,6 +60,7 @@ for (const runtime of RUNTIMES) {
     let drop: () => Promise<void>;
     let server: Running;
     let customer: { accountId: string; apiKey: string };
+    let facilitator: Facilitator;
 
     before(async () => {
       const created = await createPostgresDatabase();
@@ -65,10 +68,17 @@ for (const runtime of RUNTIMES) {
       db = await openDatabase({ databaseUrl: created.url, max: 2 });
       await loadFixtures(db, IMPORTED_AT);
       customer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
-      server = await startProcess(runtime.command, runtime.args, { DATABASE_URL: created.url, LOG_LEVEL: "info" });
+      facilitator = await startFacilitator();
+      server = await startProcess(runtime.command, runtime.args, {
+        DATABASE_URL: created.url,
+        LOG_LEVEL: "info",
+        X402_FACILITATOR_URL: facilitator.url,
+        X402_PAY_TO: PAY_TO,
+      });
     });
     after(async () => {
       await server?.stop();
+      await facilitator?.close();
       await db?.close();
       await drop?.();
     });
@@ -124,6 +134,25 @@ for (const runtime of RUNTIMES) {
       assert.match(res.headers.get("Access-Control-Allow-Headers") ?? "", /authorization/i);
     });
 
+    test("POST /api/x402/buy and /api/x402/recover: the official client buys a key, uses it, and recovers it", async () => {
+      const buyer = await newBuyer(facilitator, 5);
+      const bought = await expectStatus(await buyer.pay(`${server.url}/api/x402/buy`, buyInit(2)), 200, "purchase");
+      assert.equal(bought.body.matches_added, 24);
+      assert.equal(facilitator.token.balanceOf(buyer.address), 3_000_000n);
+      await expectStatus(await get(`/api/v1/wallet/${W.full}`, { headers: { Authorization: bought.body.api_key } }), 200, "the bought key");
+      const challenge = (await expectStatus(await get(`/api/x402/recover?wallet=${buyer.address}`), 200)).body;
+      const recovered = await expectStatus(
+        await get("/api/x402/recover", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ wallet: buyer.address, issued_at: challenge.issued_at, token: challenge.token, signature: await buyer.account.signMessage({ message: challenge.message }) }),
+        }),
+        200,
+        "recovery",
+      );
+      assert.match(recovered.body.api_key, /^wid_live_/);
+    });
+
     test("public endpoints: /healthz, openapi.json and /docs", async () => {
       assert.deepEqual((await expectStatus(await get("/healthz"), 200)).body, { status: "ok" });
       const doc = (await expectStatus(await get("/api/v1/openapi.json"), 200)).body;
@@ -131,6 +160,26 @@ for (const runtime of RUNTIMES) {
       assert.equal(doc.servers[0].url, `${server.url}/api/v1`);
       const page = await expectStatus(await get("/docs"), 200);
       assert.match(page.text, /\/api\/v1\/wallet\/\{address\}/);
+    });
+
+    test("MCP: tools/list without a key is counted on the peer address; tools/call is billed", async () => {
+      const rpc = (body: unknown, headers: Record<string, string> = {}) =>
+        get("/mcp", {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers },
+          body: JSON.stringify(body),
+        });
+      const list = await expectStatus(await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }), 200);
+      assert.equal(list.body.result.tools.length, 8);
+      const [row] = await db.query<{ subject: string }>("SELECT subject FROM mcp_hourly_requests");
+      assert.match(row.subject, /^ip:(::ffff:)?127\.0\.0\.1$/, "the runtime handed over the connection's peer");
+      const debits = (await debitsOf(db, customer.accountId)).length;
+      const call = await expectStatus(
+        await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "walletid_resolve_wallets", arguments: { wallets: [W.full] } } }, auth()),
+        200,
+      );
+      assert.equal(call.body.result.structuredContent.billed_matches, 1);
+      assert.equal((await debitsOf(db, customer.accountId)).length, debits + 1);
     });
   });
 }

@@ -48,6 +48,20 @@ export const QUERY_NAMES = [
   "links_select_found_wallets",
   "live_answers_select_fresh",
   "live_answers_upsert_many",
+  "mcp_hourly_requests_count",
+  "mcp_hourly_requests_delete_before",
+  "x402_payments_select_by_key",
+  "x402_payments_claim",
+  "x402_payments_record_outcome",
+  "x402_payments_lock",
+  "x402_payments_mark_granted",
+  "x402_wallets_count_purchase",
+  "x402_wallets_set_account",
+  "x402_wallets_select_keys",
+  "x402_api_keys_select_active",
+  "x402_api_keys_revoke_all",
+  "x402_recovery_uses_insert",
+  "x402_recovery_uses_prune",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -115,10 +115,23 @@ export function windowsAt(now: Date): { minute: Date; day: Date; month: Date } {
 export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
   const credential = credentialOf(c.req.raw);
   if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED();
+  return await meterKey(deps, await keyDigest(credential), options, (m) => c.set("meter", m));
+}
+
+/**
+ * The same metering for a caller known by its key digest (the MCP server: API keys and OAuth
+ * connections). `onMetered` receives the result once the key is known, refused calls included.
+ */
+export async function meterKey(
+  deps: MeterDeps,
+  digest: string,
+  options: MeterOptions,
+  onMetered: (m: Metered) => void,
+): Promise<Metered> {
   const now = deps.now();
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
   const rows = await deps.db.query<MeterRow>(sql("meter_call"), [
-    await keyDigest(credential),
+    digest,
     now,
     options.weight,
     options.needsCredits,
@@ -151,7 +164,7 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
     route: options.route,
     identities: row.address ? (rows as IdentityRow[]) : [],
   };
-  c.set("meter", metered);
+  onMetered(metered);
 
   switch (row.outcome) {
     case "replay":
@@ -182,12 +195,30 @@ export async function meter(c: Context, deps: MeterDeps, options: MeterOptions):
   }
 }
 
+/** How a domain function meters its caller: a REST request, or an MCP caller (src/mcp/). */
+export interface Meterer {
+  /** The caller's key digest, or null when it sent nothing that can be a key. */
+  digest(): Promise<string | null>;
+  meter(options: MeterOptions): Promise<Metered>;
+}
+
+/** The Meterer of a REST request: its Authorization header, results kept on the context. */
+export function requestMeterer(c: Context, deps: MeterDeps): Meterer {
+  return {
+    digest: async () => {
+      const credential = credentialOf(c.req.raw);
+      return credential && isApiKeyShape(credential) ? await keyDigest(credential) : null;
+    },
+    meter: (options) => meter(c, deps, options),
+  };
+}
+
 /**
  * Bad input refused after the key is known: authenticated at no cost, so the refusal carries
  * the rate-limit headers and spends nothing. Returns the error for the caller to throw.
  */
-export async function refusal(c: Context, deps: MeterDeps, route: string, error: ApiError): Promise<ApiError> {
-  await meter(c, deps, { route, weight: 0, needsCredits: false });
+export async function refusal(meterer: Meterer, route: string, error: ApiError): Promise<ApiError> {
+  await meterer.meter({ route, weight: 0, needsCredits: false });
   return error;
 }
 
@@ -216,16 +247,21 @@ export function meteredResponses(usage: UsageRecorder, now: () => Date): Middlew
     if (!m) return;
     const headers = rateLimitHeaders(m);
     if (headers) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-    usage.record({
-      accountId: m.accountId,
-      keyId: m.keyId,
-      route: m.route,
-      status: c.res.status,
-      latencyMs: performance.now() - started,
-      units: m.units,
-      wallets: m.wallets,
-      matches: c.res.status < 400 ? m.matched : 0,
-      at: now(),
-    });
+    recordUsage(usage, m, { status: c.res.status, latencyMs: performance.now() - started, at: now() });
   };
+}
+
+/** The usage event of a metered call (REST request or MCP tool call), under its route template. */
+export function recordUsage(usage: UsageRecorder, m: Metered, outcome: { status: number; latencyMs: number; at: Date }): void {
+  usage.record({
+    accountId: m.accountId,
+    keyId: m.keyId,
+    route: m.route,
+    status: outcome.status,
+    latencyMs: outcome.latencyMs,
+    units: m.units,
+    wallets: m.wallets,
+    matches: outcome.status < 400 ? m.matched : 0,
+    at: outcome.at,
+  });
 }

@@ -34,6 +34,28 @@ export type CreateKeyResult =
   | { ok: true; apiKey: string; prefix: string; keyId: string }
   | { ok: false; code: "ACCOUNT_NOT_FOUND" | "KEY_CAP_REACHED" };
 
+/**
+ * Inserts a new key while the account holds fewer than `cap` active keys; undefined at the cap.
+ * Runs inside the caller's transaction: the account row lock makes the count and insert one step.
+ */
+export async function insertApiKey(
+  tx: Db,
+  params: { accountId: string; name?: string; now: Date; cap: number },
+): Promise<{ apiKey: string; prefix: string; keyId: string } | undefined> {
+  const apiKey = generateApiKey();
+  const keyId = crypto.randomUUID();
+  const inserted = await tx.query(sql("api_keys_insert"), [
+    keyId,
+    params.accountId,
+    await sha256Hex(apiKey),
+    keyPrefix(apiKey),
+    params.name ?? null,
+    params.now,
+    params.cap,
+  ]);
+  return inserted.length > 0 ? { apiKey, prefix: keyPrefix(apiKey), keyId } : undefined;
+}
+
 export async function createApiKey(
   db: Db,
   params: { accountId: string; name?: string; now: Date },
@@ -41,18 +63,8 @@ export async function createApiKey(
   return await db.transaction(async (tx) => {
     const account = await tx.query(sql("accounts_select_by_id"), [params.accountId]);
     if (account.length === 0) return { ok: false, code: "ACCOUNT_NOT_FOUND" } as const;
-    const apiKey = generateApiKey();
-    const keyId = crypto.randomUUID();
-    const inserted = await tx.query(sql("api_keys_insert"), [
-      keyId,
-      params.accountId,
-      await sha256Hex(apiKey),
-      keyPrefix(apiKey),
-      params.name ?? null,
-      params.now,
-      MAX_ACTIVE_KEYS,
-    ]);
-    if (inserted.length === 0) return { ok: false, code: "KEY_CAP_REACHED" } as const;
-    return { ok: true, apiKey, prefix: keyPrefix(apiKey), keyId } as const;
+    const key = await insertApiKey(tx, { ...params, cap: MAX_ACTIVE_KEYS });
+    if (!key) return { ok: false, code: "KEY_CAP_REACHED" } as const;
+    return { ok: true, ...key } as const;
   });
 }

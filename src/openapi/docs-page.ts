@@ -45,7 +45,13 @@ function responsesList(responses: Json): string {
 
 function operationSection(document: Json, path: string, method: string, op: Json): string {
   const full = fullPath(document, path);
-  const auth = op.security.length > 0 ? "API key in <code>Authorization</code>" : "none (public)";
+  const optional = op.security.some((requirement: Json) => Object.keys(requirement).length === 0);
+  const auth =
+    op.security.length === 0
+      ? "none (public)"
+      : optional
+        ? "optional: API key in <code>Authorization</code> (or an OAuth access token) where the operation says so"
+        : "API key in <code>Authorization</code>";
   const body = op.requestBody
     ? `<h4>Request body</h4><p><code>application/json</code>, required</p>${schemaBlock(op.requestBody.content["application/json"].schema)}`
     : "";

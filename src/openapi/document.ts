@@ -16,6 +16,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   405: "Method not allowed",
   409: "Conflict",
   413: "Request body too large (1 MiB; 4.5 MiB for jobs)",
+  415: "Unsupported media type",
   429: "A rate window is exhausted; Retry-After says when it resets",
   500: "Internal error; the body never carries a stack, SQL or upstream detail",
   503: "Database or upstream temporarily unavailable; Retry-After says when to retry",
@@ -35,6 +36,7 @@ function headerRefs(names: string[]): Json {
 /** The errors an operation can answer with: its own plus the standard ones of an authenticated call. */
 export function errorCases(op: Operation): ErrorCase[] {
   const byStatus = new Map<number, Set<string>>();
+  const own = new Map(op.errors.map((e) => [e.status, e]));
   const add = (status: number, codes: string[]) => {
     const set = byStatus.get(status) ?? new Set<string>();
     for (const code of codes) set.add(code);
@@ -47,7 +49,9 @@ export function errorCases(op: Operation): ErrorCase[] {
     add(503, ["SERVICE_UNAVAILABLE"]);
   }
   add(500, ["INTERNAL_ERROR"]);
-  return [...byStatus].sort(([a], [b]) => a - b).map(([status, codes]) => ({ status, codes: [...codes] }));
+  return [...byStatus]
+    .sort(([a], [b]) => a - b)
+    .map(([status, codes]) => ({ ...own.get(status), status, codes: [...codes] }));
 }
 
 function parameters(op: Operation): Json[] {
@@ -71,16 +75,18 @@ function responses(op: Operation): Json {
       : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
   };
   const out: Json = { [String(op.success.status)]: success };
-  for (const { status, codes } of errorCases(op)) {
+  for (const { status, codes, headers: extra, schema } of errorCases(op)) {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
+      ...(status === 401 && op.optionalAuth ? ["WWW-Authenticate"] : []),
+      ...(extra ?? []),
       "X-Request-Id",
     ];
     out[String(status)] = {
       description: `${ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
       headers: headerRefs(headers),
-      content: { "application/json": { schema: jsonSchema(errorSchema(codes)) } },
+      content: { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? errorSchema(codes)) } },
     };
   }
   return out;
@@ -92,7 +98,7 @@ function operationObject(op: Operation): Json {
     tags: [op.tag],
     summary: op.summary,
     description: op.description,
-    security: op.auth ? [{ bearerApiKey: [] }, { plainApiKey: [] }] : [],
+    security: op.auth ? [{ bearerApiKey: [] }, { plainApiKey: [] }] : op.optionalAuth ? [{ bearerApiKey: [] }, { plainApiKey: [] }, {}] : [],
     ...(parameters(op).length > 0 ? { parameters: parameters(op) } : {}),
     ...(op.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.body) } } } }

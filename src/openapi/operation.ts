@@ -8,6 +8,10 @@ type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue
 export interface ErrorCase {
   status: number;
   codes: string[];
+  /** Names from RESPONSE_HEADERS this error carries beyond the standard ones. */
+  headers?: string[];
+  /** The body when it is more than {error, code}. */
+  schema?: Schema;
 }
 
 export interface Operation {
@@ -21,6 +25,8 @@ export interface Operation {
   description: string;
   /** Needs an API key in Authorization (adds 401, 429 and the rate-limit headers). */
   auth: boolean;
+  /** Accepts an API key but does not always need one (the MCP endpoint: only tools/call does). */
+  optionalAuth?: boolean;
   params?: ObjectSchema;
   query?: ObjectSchema;
   headers?: Record<string, Schema>;
@@ -36,6 +42,8 @@ export interface Operation {
   };
   /** Errors this operation answers with; the standard ones (401, 429, 500, 503) are added by `auth`. */
   errors: ErrorCase[];
+  /** Body of its error responses when they are not `{error, code}` (the MCP endpoint answers JSON-RPC errors). */
+  errorBody?: Schema;
 }
 
 export const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
@@ -46,5 +54,11 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   "X-Data-Staleness": { description: "`stale` on a record past its freshness window; absent on fresh records", schema: { type: "string", const: "stale" } },
   "X-Last-Updated": { description: "Timestamp of the newest observation of a stale record", schema: { type: "string", format: "date-time" } },
   "Idempotent-Replayed": { description: "`true` when the response replays a stored one", schema: { type: "string", const: "true" } },
+  "PAYMENT-REQUIRED": { description: "x402 version 2 payment challenge: base64 of the JSON PaymentRequired (x402Version, resource, accepts)", schema: { type: "string" } },
+  "PAYMENT-RESPONSE": { description: "x402 version 2 settlement result: base64 of the JSON SettleResponse (success, transaction, network, payer)", schema: { type: "string" } },
   "X-Request-Id": { description: "Identifies the request in the service's logs", schema: { type: "string" } },
+  "WWW-Authenticate": {
+    description: "`Bearer resource_metadata=\"{site_url}/.well-known/oauth-protected-resource/mcp\"`: where an MCP host starts OAuth",
+    schema: { type: "string" },
+  },
 };

@@ -4,9 +4,11 @@ import { accountOpenapi } from "../routes/account.ts";
 import { batchOpenapi } from "../routes/batch.ts";
 import { estimateOpenapi } from "../routes/estimate.ts";
 import { jobsOpenapi } from "../routes/jobs.ts";
+import { mcpOpenapi } from "../routes/mcp.ts";
 import { reverseOpenapi } from "../routes/reverse.ts";
 import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
+import { x402Openapi } from "../routes/x402.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -16,5 +18,7 @@ export const OPERATIONS: Operation[] = [
   ...reverseOpenapi,
   ...jobsOpenapi,
   ...accountOpenapi,
+  ...mcpOpenapi,
+  ...x402Openapi,
   ...publicOpenapi,
 ];

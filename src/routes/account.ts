@@ -6,7 +6,7 @@ import { latestStats, materializeStats, type StatsSnapshot } from "../maintenanc
 import { readCredits } from "../ledger/accounts.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
 import { ApiError } from "../http/errors.ts";
-import { meter, type Metered } from "../http/meter.ts";
+import { requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { StatsResponse, UsageQuery, UsageResponse } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
@@ -52,7 +52,8 @@ async function storedStats(deps: RouteDeps): Promise<StatsSnapshot> {
   return (await latestStats(deps.db)) ?? (await materializeStats(deps.db, { now: deps.now() }));
 }
 
-function windowJson(m: Metered, name: "minute" | "day" | "month") {
+/** A rate window as /usage shows it: null until the window has been exercised. */
+export function windowJson(m: Metered, name: "minute" | "day" | "month") {
   const w = m.windows.find((x) => x.name === name)!;
   if (w.used === 0) return null;
   return {
@@ -62,33 +63,72 @@ function windowJson(m: Metered, name: "minute" | "day" | "month") {
   };
 }
 
+export function rateLimitsJson(m: Metered) {
+  return { minute: windowJson(m, "minute"), day: windowJson(m, "day"), month: windowJson(m, "month") };
+}
+
+export function planLimitsJson(m: Metered) {
+  return {
+    requests_per_minute: m.windows[0].limit ?? "unlimited",
+    requests_per_day: m.windows[1].limit ?? "unlimited",
+    requests_per_month: m.windows[2].limit ?? "unlimited",
+    max_batch_size: m.maxBatchSize ?? "unlimited",
+  };
+}
+
+function creditsJson(m: Metered, credits: Awaited<ReturnType<typeof readCredits>>) {
+  return {
+    available: m.unmetered ? null : credits.available,
+    unmetered: m.unmetered,
+    on_free_allowance: !m.unmetered && credits.onFreeAllowance,
+    free_window_resets_at: credits.freeResetsAt ? credits.freeResetsAt.toISOString() : null,
+  };
+}
+
+/** GET /stats: the stored index counts and the dated match rates; free. */
+export async function indexStats(deps: RouteDeps, meterer: Meterer) {
+  const metered = await meterer.meter({ route: STATS_ROUTE, weight: 0, needsCredits: false });
+  const { counts, asOf } = await storedStats(deps);
+  return {
+    data: {
+      total_wallets: counts.total_wallets,
+      wallets_checked: counts.wallets_checked,
+      coverage: {
+        twitter: counts.twitter,
+        farcaster: counts.farcaster,
+        ens: counts.ens,
+        lens: counts.lens,
+        github: counts.github,
+      },
+      farcaster_stats: { avg_followers: counts.avg_followers, max_followers: counts.max_followers },
+      match_rates: MATCH_RATES,
+    },
+    meta: { generated_at: deps.now().toISOString(), as_of: asOf.toISOString() },
+    metered,
+  };
+}
+
+/** The balance part of GET /usage (plan, limits, windows, credits), metered as /usage: free. */
+export async function accountBalance(deps: RouteDeps, meterer: Meterer) {
+  const metered = await meterer.meter({ route: USAGE_ROUTE, weight: 0, needsCredits: false });
+  const credits = await readCredits(deps.db, metered.accountId, deps.now());
+  return {
+    data: { plan: metered.plan, plan_limits: planLimitsJson(metered), credits: creditsJson(metered, credits) },
+    metered,
+  };
+}
+
 export function accountRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.get("/stats", async (c) => {
-    await meter(c, meterDeps(deps), { route: STATS_ROUTE, weight: 0, needsCredits: false });
-    const { counts, asOf } = await storedStats(deps);
-    return c.json({
-      data: {
-        total_wallets: counts.total_wallets,
-        wallets_checked: counts.wallets_checked,
-        coverage: {
-          twitter: counts.twitter,
-          farcaster: counts.farcaster,
-          ens: counts.ens,
-          lens: counts.lens,
-          github: counts.github,
-        },
-        farcaster_stats: { avg_followers: counts.avg_followers, max_followers: counts.max_followers },
-        match_rates: MATCH_RATES,
-      },
-      meta: { generated_at: deps.now().toISOString(), as_of: asOf.toISOString() },
-    });
+    const { data, meta } = await indexStats(deps, requestMeterer(c, meterDeps(deps)));
+    return c.json({ data, meta });
   });
 
   app.get("/usage", async (c) => {
     const query = v.safeParse(UsageQuery, { period: c.req.query("period") });
-    const m = await meter(c, meterDeps(deps), { route: USAGE_ROUTE, weight: 0, needsCredits: false });
+    const m = await requestMeterer(c, meterDeps(deps)).meter({ route: USAGE_ROUTE, weight: 0, needsCredits: false });
     if (!query.success) {
       throw new ApiError(400, "INVALID_PARAMETER", "Invalid period: use day, week or month");
     }
@@ -115,7 +155,6 @@ export function accountRoutes(deps: RouteDeps) {
         since,
       ]),
     ]);
-    const limits = m.windows;
     return c.json({
       data: {
         key: {
@@ -126,19 +165,9 @@ export function accountRoutes(deps: RouteDeps) {
           created_at: key.created_at.toISOString(),
           last_used_at: (key.last_used_at ?? now).toISOString(),
         },
-        plan_limits: {
-          requests_per_minute: limits[0].limit ?? "unlimited",
-          requests_per_day: limits[1].limit ?? "unlimited",
-          requests_per_month: limits[2].limit ?? "unlimited",
-          max_batch_size: m.maxBatchSize ?? "unlimited",
-        },
-        rate_limits: { minute: windowJson(m, "minute"), day: windowJson(m, "day"), month: windowJson(m, "month") },
-        credits: {
-          available: m.unmetered ? null : credits.available,
-          unmetered: m.unmetered,
-          on_free_allowance: !m.unmetered && credits.onFreeAllowance,
-          free_window_resets_at: credits.freeResetsAt ? credits.freeResetsAt.toISOString() : null,
-        },
+        plan_limits: planLimitsJson(m),
+        rate_limits: rateLimitsJson(m),
+        credits: creditsJson(m, credits),
         usage: {
           period,
           total_requests: summary.total_requests,

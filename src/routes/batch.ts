@@ -2,12 +2,12 @@
 // because the rate weight is the body's address count.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { buildViews } from "../index/records.ts";
+import { buildViews, type WalletView } from "../index/records.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { sql } from "../db/queries.ts";
 import { ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter, refusal } from "../http/meter.ts";
+import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -37,6 +37,33 @@ export const batchOpenapi: Operation[] = [
   },
 ];
 
+/**
+ * A list of addresses (entries as sent, distinct lowercased addresses, malformed entries):
+ * metered with the rate weight of every entry and looked up in one round trip.
+ */
+export async function lookupBatch(
+  deps: RouteDeps,
+  meterer: Meterer,
+  list: { entries: unknown[]; unique: string[]; invalid: unknown[] },
+  idempotencyKey?: string,
+): Promise<{ metered: Metered; views: Map<string, WalletView> }> {
+  if (list.invalid.length > 0) throw await refusal(meterer, BATCH_ROUTE, invalidAddress(list.invalid));
+  const metered = await meterer.meter({
+    route: BATCH_ROUTE,
+    weight: list.entries.length,
+    needsCredits: true,
+    listSize: list.entries.length,
+    billWallets: list.unique,
+    wallets: list.entries.length,
+    // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
+    callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
+    idempotencyKey,
+    lookup: list.unique,
+  });
+  const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+  return { metered, views };
+}
+
 export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
@@ -47,20 +74,7 @@ export function batchRoutes(deps: RouteDeps) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), BATCH_ROUTE, invalidAddress(invalid));
-
-    const metered = await meter(c, meterDeps(deps), {
-        route: BATCH_ROUTE,
-        weight: entries.length,
-        needsCredits: true,
-        listSize: entries.length,
-        billWallets: unique,
-        wallets: entries.length,
-        // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
-        callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
-        idempotencyKey,
-        lookup: unique,
-      });
+    const { metered, views } = await lookupBatch(deps, requestMeterer(c, meterDeps(deps)), { entries, unique, invalid }, idempotencyKey);
     const requestHash = idempotencyKey ? await sha256Hex(new TextDecoder().decode(body)) : undefined;
 
     if (metered.replay) {
@@ -76,7 +90,6 @@ export function batchRoutes(deps: RouteDeps) {
       return c.body(metered.replay.body, metered.replay.status as 200, { "Content-Type": "application/json" });
     }
 
-    const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
     const data = unique.map((address) => {
       const view = views.get(address);
       return view && view.found ? batchRowJson(view) : null;

@@ -5,7 +5,7 @@ import { buildViews } from "../index/records.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
 import { ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter, refusal } from "../http/meter.ts";
+import { refusal, requestMeterer, type Meterer } from "../http/meter.ts";
 import { EstimateResponse, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type RouteDeps } from "./deps.ts";
@@ -33,60 +33,69 @@ export const estimateOpenapi: Operation[] = [
   },
 ];
 
+/** The dry run over a list: counts and a billing band, rate weight 1 per address sent, free. */
+export async function estimateList(
+  deps: RouteDeps,
+  meterer: Meterer,
+  list: { entries: unknown[]; unique: string[]; invalid: unknown[] },
+) {
+  const { entries, unique, invalid } = list;
+  if (invalid.length > 0) throw await refusal(meterer, ESTIMATE_ROUTE, invalidAddress(invalid));
+  if (unique.length < ESTIMATE_MIN_ADDRESSES) {
+    const tooSmall = new ApiError(
+      400,
+      "LIST_TOO_SMALL",
+      `Too few addresses: ${unique.length} distinct sent, an estimate needs at least ${ESTIMATE_MIN_ADDRESSES}`,
+    );
+    throw await refusal(meterer, ESTIMATE_ROUTE, tooSmall);
+  }
+
+  const metered = await meterer.meter({
+    route: ESTIMATE_ROUTE,
+    weight: entries.length,
+    needsCredits: false,
+    listSize: unique.length,
+    wallets: entries.length,
+    lookup: unique,
+  });
+
+  const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
+  let inIndex = 0;
+  for (const view of views.values()) if (view.found) inIndex++;
+  const neverChecked = unique.length - views.size;
+  // the predicate meter_call bills a batch by: a twitter or farcaster link in the index
+  const billable = new Set(
+    metered.identities.filter((r) => r.kind === "twitter" || r.kind === "farcaster").map((r) => r.address),
+  ).size;
+  const low = Math.min(billable, inIndex);
+  const rate = MATCH_RATES.overall_either_pct;
+  const high = low + Math.ceil((neverChecked * rate) / 100);
+
+  const data = {
+    requested: unique.length,
+    in_index: inIndex,
+    previously_checked_empty: views.size - inIndex,
+    never_checked: neverChecked,
+    would_bill_estimate: {
+      low,
+      high,
+      note:
+        `low is exactly what a batch of this list would bill now; high adds the ${neverChecked} never-checked ` +
+        `wallets at the measured overall match rate of ${rate}% (measured ${MATCH_RATES.measured_on}), ` +
+        `the ceiling for an async job that resolves them live`,
+    },
+  };
+  return { data, metered };
+}
+
 export function estimateRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/estimate", async (c) => {
     // body checks first, as for batch: the rate weight is the body's address count
-    const { entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, invalidAddress(invalid));
-    if (unique.length < ESTIMATE_MIN_ADDRESSES) {
-      const tooSmall = new ApiError(
-        400,
-        "LIST_TOO_SMALL",
-        `Too few addresses: ${unique.length} distinct sent, an estimate needs at least ${ESTIMATE_MIN_ADDRESSES}`,
-      );
-      throw await refusal(c, meterDeps(deps), ESTIMATE_ROUTE, tooSmall);
-    }
-
-    const metered = await meter(c, meterDeps(deps), {
-      route: ESTIMATE_ROUTE,
-      weight: entries.length,
-      needsCredits: false,
-      listSize: unique.length,
-      wallets: entries.length,
-      lookup: unique,
-    });
-
-    const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
-    let inIndex = 0;
-    for (const view of views.values()) if (view.found) inIndex++;
-    const neverChecked = unique.length - views.size;
-    // the predicate meter_call bills a batch by: a twitter or farcaster link in the index
-    const billable = new Set(
-      metered.identities.filter((r) => r.kind === "twitter" || r.kind === "farcaster").map((r) => r.address),
-    ).size;
-    const low = Math.min(billable, inIndex);
-    const rate = MATCH_RATES.overall_either_pct;
-    const high = low + Math.ceil((neverChecked * rate) / 100);
-
-    return c.json({
-      data: {
-        requested: unique.length,
-        in_index: inIndex,
-        previously_checked_empty: views.size - inIndex,
-        never_checked: neverChecked,
-        would_bill_estimate: {
-          low,
-          high,
-          note:
-            `low is exactly what a batch of this list would bill now; high adds the ${neverChecked} never-checked ` +
-            `wallets at the measured overall match rate of ${rate}% (measured ${MATCH_RATES.measured_on}), ` +
-            `the ceiling for an async job that resolves them live`,
-        },
-      },
-      meta: { generated_at: deps.now().toISOString(), billable_predicate: BILLABLE_PREDICATE },
-    });
+    const list = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
+    const { data } = await estimateList(deps, requestMeterer(c, meterDeps(deps)), list);
+    return c.json({ data, meta: { generated_at: deps.now().toISOString(), billable_predicate: BILLABLE_PREDICATE } });
   });
 
   return app;

@@ -3,11 +3,11 @@
 import { Hono } from "hono";
 import * as v from "valibot";
 import { sql } from "../db/queries.ts";
-import { buildViews, selectIdentityRows } from "../index/records.ts";
+import { buildViews, selectIdentityRows, type WalletView } from "../index/records.ts";
 import { readCredits } from "../ledger/accounts.ts";
 import { readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { meter, refusal } from "../http/meter.ts";
+import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { createJob, INLINE_MAX } from "../jobs/submit.ts";
 import { FAILED_JOB_MESSAGE, runJob, type JobRunDeps } from "../jobs/run.ts";
@@ -85,60 +85,123 @@ function pageParameter(raw: string | undefined, name: string, fallback: number, 
   return Number(raw);
 }
 
+/** A job submission (distinct addresses, malformed entries): small lists run inline. */
+export async function submitJob(
+  deps: RouteDeps,
+  jobs: JobRunDeps,
+  meterer: Meterer,
+  list: { unique: string[]; invalid: unknown[] },
+) {
+  const { unique, invalid } = list;
+  // authenticated (and the balance read) before anything is counted: refusals cost nothing
+  if (invalid.length > 0) throw await refusal(meterer, JOBS_ROUTE, invalidAddress(invalid));
+  const checked = await meterer.meter({ route: JOBS_ROUTE, weight: 0, needsCredits: true, wallets: unique.length });
+  if (!checked.unmetered && checked.available !== null && unique.length > 10 * checked.available) {
+    const max = 10 * checked.available;
+    throw new ApiError(
+      402,
+      "SUBMISSION_LIMIT_EXCEEDED",
+      `Too many addresses for the credits available: ${unique.length} sent, the maximum is ${max} (10 times the ${checked.available} credits available); add credits or submit fewer`,
+    );
+  }
+  const [active] = await deps.db.query<{ id: string }>(sql("jobs_select_active_by_account"), [checked.accountId]);
+  if (active) throw jobActive(active.id);
+
+  const metered = await meterer.meter({ route: JOBS_ROUTE, weight: 1, needsCredits: true, wallets: unique.length });
+  const now = deps.now();
+  const inline = unique.length <= INLINE_MAX ? { owner: `inline:${crypto.randomUUID()}`, leaseSeconds: jobs.settings.leaseSeconds } : undefined;
+  const created = await createJob(deps.db, { accountId: metered.accountId, keyId: metered.keyId, wallets: unique, now, inline });
+  if (!created.ok) throw jobActive(created.activeJobId);
+
+  let status: string = inline ? "processing" : "pending";
+  if (inline) {
+    const outcome = await runJob(jobs, {
+      id: created.jobId,
+      accountId: metered.accountId,
+      total: unique.length,
+      processed: 0,
+      stageStats: {},
+      attempts: 1,
+      owner: inline.owner,
+    });
+    if (outcome === "completed" || outcome === "failed") status = outcome;
+  }
+  const data = {
+    job_id: created.jobId,
+    status,
+    wallets: unique.length,
+    status_url: `${deps.config.publicUrl}/api/v1/jobs/${created.jobId}`,
+  };
+  return { data, submittedAt: now, metered };
+}
+
+export interface JobStatus {
+  /** status, progress and timestamps (and `error` of a failed job), as the poll shows them */
+  data: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  /** Once completed: a page of the job's addresses and their views (absent: not found). */
+  page?: { wallets: string[]; views: Map<string, WalletView>; hideFollowers: boolean };
+  metered: Metered;
+}
+
+/** The poll of a job of the caller's account, with one page of results once completed. Free. */
+export async function jobStatus(
+  deps: RouteDeps,
+  metered: Metered,
+  params: { id: string; offset: number; limit: number },
+): Promise<JobStatus> {
+  const { offset, limit } = params;
+  const id = v.safeParse(JobParams, { id: params.id });
+  if (!id.success) throw jobNotFound();
+  const [job] = await deps.db.query<JobRow>(sql("jobs_select_for_account"), [id.output.id.toLowerCase(), metered.accountId]);
+  if (!job) throw jobNotFound();
+
+  const data: Record<string, unknown> = {
+    job_id: job.id,
+    status: job.status,
+    progress: { processed: job.processed, total: job.total, stage: job.stage },
+    created_at: iso(job.created_at),
+    started_at: iso(job.started_at),
+    completed_at: iso(job.completed_at),
+  };
+  const meta: Record<string, unknown> = { requested: job.total, matched: job.matched ?? 0 };
+  if (job.status === "failed") data.error = FAILED_JOB_MESSAGE;
+  if (job.status !== "completed") return { data, meta, metered };
+
+  const now = deps.now();
+  const wallets = (await deps.db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, offset, limit])).map(
+    (r) => r.address,
+  );
+  const [rows, credits] = await Promise.all([selectIdentityRows(deps.db, wallets), readCredits(deps.db, metered.accountId, now)]);
+  const views = buildViews(rows, { now, staleAfterDays: deps.config.staleAfterDays });
+  const found = wallets.filter((w) => views.get(w)?.found).length;
+  Object.assign(meta, {
+    found,
+    not_found: wallets.length - found,
+    offset,
+    limit,
+    next_offset: offset + wallets.length < job.total ? offset + wallets.length : null,
+  });
+  // accounts on the free allowance see farcaster accounts without their follower counts
+  return { data, meta, page: { wallets, views, hideFollowers: !metered.unmetered && credits.onFreeAllowance }, metered };
+}
+
+/** Meters a job poll: free on both meters, works at zero balance. */
+export function meterJobPoll(meterer: Meterer): Promise<Metered> {
+  return meterer.meter({ route: JOB_ROUTE, weight: 0, needsCredits: false });
+}
+
 export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
   const app = new Hono();
 
   app.post("/jobs", async (c) => {
-    const { unique, invalid } = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MiB" });
-    // authenticated (and the balance read) before anything is counted: refusals cost nothing
-    if (invalid.length > 0) throw await refusal(c, meterDeps(deps), JOBS_ROUTE, invalidAddress(invalid));
-    const checked = await meter(c, meterDeps(deps), { route: JOBS_ROUTE, weight: 0, needsCredits: true, wallets: unique.length });
-    if (!checked.unmetered && checked.available !== null && unique.length > 10 * checked.available) {
-      const max = 10 * checked.available;
-      throw new ApiError(
-        402,
-        "SUBMISSION_LIMIT_EXCEEDED",
-        `Too many addresses for the credits available: ${unique.length} sent, the maximum is ${max} (10 times the ${checked.available} credits available); add credits or submit fewer`,
-      );
-    }
-    const [active] = await deps.db.query<{ id: string }>(sql("jobs_select_active_by_account"), [checked.accountId]);
-    if (active) throw jobActive(active.id);
-
-    const metered = await meter(c, meterDeps(deps), { route: JOBS_ROUTE, weight: 1, needsCredits: true, wallets: unique.length });
-    const now = deps.now();
-    const inline = unique.length <= INLINE_MAX ? { owner: `inline:${crypto.randomUUID()}`, leaseSeconds: jobs.settings.leaseSeconds } : undefined;
-    const created = await createJob(deps.db, { accountId: metered.accountId, keyId: metered.keyId, wallets: unique, now, inline });
-    if (!created.ok) throw jobActive(created.activeJobId);
-
-    let status: string = inline ? "processing" : "pending";
-    if (inline) {
-      const outcome = await runJob(jobs, {
-        id: created.jobId,
-        accountId: metered.accountId,
-        total: unique.length,
-        processed: 0,
-        stageStats: {},
-        attempts: 1,
-        owner: inline.owner,
-      });
-      if (outcome === "completed" || outcome === "failed") status = outcome;
-    }
-    return c.json(
-      {
-        data: {
-          job_id: created.jobId,
-          status,
-          wallets: unique.length,
-          status_url: `${deps.config.publicUrl}/api/v1/jobs/${created.jobId}`,
-        },
-        meta: { submitted_at: now.toISOString() },
-      },
-      202,
-    );
+    const list = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MiB" });
+    const { data, submittedAt } = await submitJob(deps, jobs, requestMeterer(c, meterDeps(deps)), list);
+    return c.json({ data, meta: { submitted_at: submittedAt.toISOString() } }, 202);
   });
 
   app.get("/jobs/:id", async (c) => {
-    const m = await meter(c, meterDeps(deps), { route: JOB_ROUTE, weight: 0, needsCredits: false });
+    const m = await meterJobPoll(requestMeterer(c, meterDeps(deps)));
     const query = v.safeParse(JobQuery, { offset: c.req.query("offset"), limit: c.req.query("limit") });
     if (!query.success) {
       const name = query.issues[0].path?.[0].key;
@@ -146,46 +209,14 @@ export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
     }
     const offset = pageParameter(query.output.offset, "offset", 0, 1_000_000_000);
     const limit = pageParameter(query.output.limit, "limit", PAGE_LIMIT, PAGE_LIMIT);
-    const params = v.safeParse(JobParams, { id: c.req.param("id") });
-    if (!params.success) throw jobNotFound();
-    const id = params.output.id;
-    const [job] = await deps.db.query<JobRow>(sql("jobs_select_for_account"), [id.toLowerCase(), m.accountId]);
-    if (!job) throw jobNotFound();
-
-    const data: Record<string, unknown> = {
-      job_id: job.id,
-      status: job.status,
-      progress: { processed: job.processed, total: job.total, stage: job.stage },
-      created_at: iso(job.created_at),
-      started_at: iso(job.started_at),
-      completed_at: iso(job.completed_at),
-    };
-    const meta: Record<string, unknown> = { requested: job.total, matched: job.matched ?? 0 };
-    if (job.status === "failed") data.error = FAILED_JOB_MESSAGE;
-    if (job.status === "completed") {
-      const now = deps.now();
-      const wallets = (await deps.db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, offset, limit])).map(
-        (r) => r.address,
-      );
-      const [rows, credits] = await Promise.all([selectIdentityRows(deps.db, wallets), readCredits(deps.db, m.accountId, now)]);
-      const views = buildViews(rows, { now, staleAfterDays: deps.config.staleAfterDays });
-      // accounts on the free allowance see farcaster accounts without their follower counts
-      const hideFollowers = !m.unmetered && credits.onFreeAllowance;
-      const results = wallets.map((address) => {
-        const view = views.get(address);
+    const { data, meta, page } = await jobStatus(deps, m, { id: c.req.param("id"), offset, limit });
+    if (page) {
+      data.wallets = page.wallets;
+      data.results = page.wallets.map((address) => {
+        const view = page.views.get(address);
         if (!view || !view.found) return null;
         const row = batchRowJson(view);
-        return hideFollowers && row.farcaster ? { ...row, farcaster: { ...row.farcaster, followers: null } } : row;
-      });
-      const found = results.filter((r) => r !== null).length;
-      data.wallets = wallets;
-      data.results = results;
-      Object.assign(meta, {
-        found,
-        not_found: wallets.length - found,
-        offset,
-        limit,
-        next_offset: offset + wallets.length < job.total ? offset + wallets.length : null,
+        return page.hideFollowers && row.farcaster ? { ...row, farcaster: { ...row.farcaster, followers: null } } : row;
       });
     }
     return c.json({ data, meta });

@@ -2,12 +2,11 @@
 // identity, 100 a page in keyset order, 1 match credit per wallet returned, rate weight 2.
 import { Hono, type Context } from "hono";
 import * as v from "valibot";
-import { buildViews } from "../index/records.ts";
+import { buildViews, type WalletView } from "../index/records.ts";
 import { sql } from "../db/queries.ts";
-import { isApiKeyShape } from "../ledger/keys.ts";
 import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
-import { credentialOf, keyDigest, meter, refusal } from "../http/meter.ts";
+import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { reverseRowJson } from "../http/render.ts";
 import {
   ReverseFarcasterParams,
@@ -78,26 +77,30 @@ interface PageRow {
   rank: number | null;
 }
 
-async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise<Response> {
-  const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
+/** One page of a reverse lookup: the wallets' views in page order, the page meta, and the metering. */
+export interface ReversePage {
+  views: WalletView[];
+  meta: Record<string, unknown>;
+  metered: Metered;
+}
+
+async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cursor: string | undefined): Promise<ReversePage> {
   let after: { rank: number; wallet: string } = FIRST_PAGE;
   if (cursor !== undefined) {
     try {
       after = await deps.cursors.open(cursor, lookup);
     } catch (err) {
-      throw err instanceof ApiError ? await refusal(c, meterDeps(deps), lookup.route, err) : err;
+      throw err instanceof ApiError ? await refusal(meterer, lookup.route, err) : err;
     }
   }
 
-  const credential = credentialOf(c.req.raw);
-  const digest = credential && isApiKeyShape(credential) ? await keyDigest(credential) : null;
   const rows = await deps.db.query<PageRow & Record<string, unknown>>(sql("reverse_entries_select_page"), [
     lookup.kind,
     lookup.key,
     after.rank,
     after.wallet,
     REVERSE_PAGE_SIZE + 1,
-    digest,
+    await meterer.digest(),
   ]);
   // a key bought by payment without an account: refused before anything is counted or billed
   if (lookup.kind === "farcaster" && rows[0].account_bound === false) {
@@ -112,7 +115,7 @@ async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise
   const wallets = page.map((r) => r.wallet);
 
   // every wallet of the page holds a twitter or farcaster identity: one credit each
-  const metered = await meter(c, meterDeps(deps), {
+  const metered = await meterer.meter({
     route: lookup.route,
     weight: 2,
     needsCredits: true,
@@ -120,50 +123,64 @@ async function reversePage(c: Context, deps: RouteDeps, lookup: Lookup): Promise
     wallets: wallets.length,
     lookup: wallets,
   });
-  const views = buildViews(metered.identities, {
+  const found = buildViews(metered.identities, {
     now: deps.now(),
     staleAfterDays: deps.config.staleAfterDays,
     prefer: { [lookup.kind]: lookup.key },
   });
-  const data = wallets.flatMap((w) => {
-    const view = views.get(w);
-    return view && view.found ? [reverseRowJson(view)] : [];
+  const views = wallets.flatMap((w) => {
+    const view = found.get(w);
+    return view && view.found ? [view] : [];
   });
   const truncated = entries.length > REVERSE_PAGE_SIZE;
   const last = page.at(-1);
   const nextCursor =
     truncated && last ? await deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
-  return c.json({
-    data,
+  return {
+    views,
     meta: {
       [lookup.kind === "twitter" ? "handle" : "username"]: lookup.key,
       total_count: rows[0].total_count,
-      returned_count: data.length,
+      returned_count: views.length,
       truncated,
       next_cursor: nextCursor,
     },
-  });
+    metered,
+  };
+}
+
+/** GET /reverse/twitter/{handle}: the handle as sent (an @ is dropped), and the cursor of the page. */
+export async function reverseTwitter(deps: RouteDeps, meterer: Meterer, raw: string, cursor?: string): Promise<ReversePage> {
+  const params = v.safeParse(ReverseTwitterParams, { handle: raw });
+  if (!params.success) {
+    throw await refusal(meterer, REVERSE_TWITTER_ROUTE, new ApiError(400, "INVALID_HANDLE", params.issues[0].message));
+  }
+  const handle = params.output.handle.replace(/^@/, "").toLowerCase();
+  return await reversePage(deps, meterer, { kind: "twitter", key: handle, route: REVERSE_TWITTER_ROUTE }, cursor);
+}
+
+/** GET /reverse/farcaster/{username}: owner-attested wallets only; needs an account-bound key. */
+export async function reverseFarcaster(deps: RouteDeps, meterer: Meterer, raw: string, cursor?: string): Promise<ReversePage> {
+  const params = v.safeParse(ReverseFarcasterParams, { username: raw });
+  if (!params.success) {
+    throw await refusal(meterer, REVERSE_FARCASTER_ROUTE, new ApiError(400, "INVALID_USERNAME", params.issues[0].message));
+  }
+  const username = params.output.username.toLowerCase();
+  return await reversePage(deps, meterer, { kind: "farcaster", key: username, route: REVERSE_FARCASTER_ROUTE }, cursor);
 }
 
 export function reverseRoutes(deps: RouteDeps) {
   const app = new Hono();
+  const respond = (c: Context, page: ReversePage) => c.json({ data: page.views.map(reverseRowJson), meta: page.meta });
 
   app.get("/reverse/twitter/:handle", async (c) => {
-    const params = v.safeParse(ReverseTwitterParams, { handle: c.req.param("handle") });
-    if (!params.success) {
-      throw await refusal(c, meterDeps(deps), REVERSE_TWITTER_ROUTE, new ApiError(400, "INVALID_HANDLE", params.issues[0].message));
-    }
-    const handle = params.output.handle.replace(/^@/, "").toLowerCase();
-    return await reversePage(c, deps, { kind: "twitter", key: handle, route: REVERSE_TWITTER_ROUTE });
+    const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
+    return respond(c, await reverseTwitter(deps, requestMeterer(c, meterDeps(deps)), c.req.param("handle"), cursor));
   });
 
   app.get("/reverse/farcaster/:username", async (c) => {
-    const params = v.safeParse(ReverseFarcasterParams, { username: c.req.param("username") });
-    if (!params.success) {
-      throw await refusal(c, meterDeps(deps), REVERSE_FARCASTER_ROUTE, new ApiError(400, "INVALID_USERNAME", params.issues[0].message));
-    }
-    const username = params.output.username.toLowerCase();
-    return await reversePage(c, deps, { kind: "farcaster", key: username, route: REVERSE_FARCASTER_ROUTE });
+    const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
+    return respond(c, await reverseFarcaster(deps, requestMeterer(c, meterDeps(deps)), c.req.param("username"), cursor));
   });
 
   return app;

@@ -3,7 +3,7 @@ import { Hono, type Context } from "hono";
 import * as v from "valibot";
 import { buildViews, type WalletView } from "../index/records.ts";
 import { invalidAddress } from "../http/errors.ts";
-import { meter, refusal } from "../http/meter.ts";
+import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { walletRecordJson } from "../http/render.ts";
 import { WalletLookupResponse, WalletParams } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -54,24 +54,33 @@ export function lookupResponse(c: Context, address: string, view: WalletView | u
   });
 }
 
+/** One address: validated, metered and looked up in one round trip. */
+export async function lookupWallet(
+  deps: RouteDeps,
+  meterer: Meterer,
+  raw: string,
+): Promise<{ address: string; view: WalletView | undefined; metered: Metered }> {
+  const params = v.safeParse(WalletParams, { address: raw });
+  if (!params.success) throw await refusal(meterer, WALLET_ROUTE, invalidAddress([raw]));
+  const address = params.output.address.toLowerCase();
+  // metering and the lookup are one round trip
+  const metered = await meterer.meter({
+    route: WALLET_ROUTE,
+    weight: 1,
+    needsCredits: true,
+    billWallets: [address],
+    wallets: 1,
+    lookup: [address],
+  });
+  const view = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
+  return { address, view, metered };
+}
+
 export function walletRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.get("/wallet/:address", async (c) => {
-    const raw = c.req.param("address");
-    const params = v.safeParse(WalletParams, { address: raw });
-    if (!params.success) throw await refusal(c, meterDeps(deps), WALLET_ROUTE, invalidAddress([raw]));
-    const address = params.output.address.toLowerCase();
-    // metering and the lookup are one round trip
-    const metered = await meter(c, meterDeps(deps), {
-      route: WALLET_ROUTE,
-      weight: 1,
-      needsCredits: true,
-      billWallets: [address],
-      wallets: 1,
-      lookup: [address],
-    });
-    const view = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
+    const { address, view } = await lookupWallet(deps, requestMeterer(c, meterDeps(deps)), c.req.param("address"));
     return lookupResponse(c, address, view);
   });
 

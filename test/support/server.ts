@@ -45,7 +45,15 @@ export async function startServer(
   const clock = options.clock ?? createClock();
   const config = readConfig({ STALE_AFTER_DAYS: "30", ...options.env });
   const logs: string[] = [];
-  const app = createApp({ db, config, now: clock.now, log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); }, ...options.app });
+  const app = createApp({
+    db,
+    config,
+    now: clock.now,
+    log: (line) => { logs.push(line); if (process.env.TEST_LOG) console.error(line); },
+    // @hono/node-server hands {incoming} as the second fetch argument, as in src/main.ts
+    peerAddress: (_req, env) => (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
+    ...options.app,
+  });
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,0 +1,222 @@
+// An in-memory EIP-3009 token (USDC's FiatToken v2 rules) behind the FacilitatorEvmSigner interface
+// of @x402/evm, so the real `exact` facilitator scheme verifies and settles against it: balances,
+// signature recovery over the token's EIP-712 domain, nonce reuse and the validity window are
+// enforced as the contract enforces them, with its revert messages (which @x402/evm maps to its
+// error reasons). Lives in scripts/: the server never uses it.
+import {
+  decodeFunctionData,
+  encodeAbiParameters,
+  encodeEventTopics,
+  encodeFunctionResult,
+  getAddress,
+  isAddressEqual,
+  keccak256,
+  recoverTypedDataAddress,
+  serializeSignature,
+  toHex,
+  verifyTypedData,
+  type Hex,
+  type Log,
+} from "viem";
+import { authorizationTypes, eip3009ABI } from "@x402/evm";
+import type { FacilitatorEvmSigner } from "@x402/evm";
+
+const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const TRANSFER_EVENT = [
+  {
+    type: "event",
+    name: "Transfer",
+    inputs: [
+      { name: "from", type: "address", indexed: true },
+      { name: "to", type: "address", indexed: true },
+      { name: "value", type: "uint256", indexed: false },
+    ],
+  },
+] as const;
+
+class Revert extends Error {}
+
+export interface TokenOptions {
+  /** The token contract's address (Base USDC by default). */
+  address?: Hex;
+  chainId?: number;
+  name?: string;
+  version?: string;
+  /** The facilitator's own account, which submits transferWithAuthorization. */
+  relayer?: Hex;
+  /** Block time in unix seconds. */
+  now?: () => bigint;
+}
+
+interface Receipt {
+  status: "success" | "reverted";
+  logs: Log[];
+}
+
+export interface Transfer {
+  from: string;
+  to: string;
+  value: bigint;
+  nonce: string;
+  hash: Hex;
+}
+
+export class Eip3009Token implements FacilitatorEvmSigner {
+  readonly address: Hex;
+  readonly chainId: number;
+  readonly name: string;
+  readonly version: string;
+  readonly relayer: Hex;
+  readonly now: () => bigint;
+  readonly transfers: Transfer[] = [];
+  private readonly balances = new Map<string, bigint>();
+  private readonly used = new Set<string>();
+  private readonly receipts = new Map<string, Receipt>();
+  private block = 1n;
+
+  constructor(options: TokenOptions = {}) {
+    this.address = getAddress(options.address ?? "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+    this.chainId = options.chainId ?? 8453;
+    this.name = options.name ?? "USD Coin";
+    this.version = options.version ?? "2";
+    this.relayer = getAddress(options.relayer ?? "0x000000000000000000000000000000000000fAc1");
+    this.now = options.now ?? (() => BigInt(Math.floor(Date.now() / 1000)));
+  }
+
+  /** The faucet: credits `amount` atomic units and returns the new balance. */
+  mint(address: string, amount: bigint): bigint {
+    const key = address.toLowerCase();
+    const balance = (this.balances.get(key) ?? 0n) + amount;
+    this.balances.set(key, balance);
+    return balance;
+  }
+
+  balanceOf(address: string): bigint {
+    return this.balances.get(address.toLowerCase()) ?? 0n;
+  }
+
+  authorizationState(authorizer: string, nonce: string): boolean {
+    return this.used.has(`${authorizer}:${nonce}`.toLowerCase());
+  }
+
+  getAddresses(): readonly Hex[] {
+    return [this.relayer];
+  }
+
+  /** The token and Multicall3 are contracts; every other account is an ordinary key (no code). */
+  async getCode({ address }: { address: Hex }): Promise<Hex> {
+    return isAddressEqual(address, this.address) || isAddressEqual(address, MULTICALL3) ? "0x60806040" : "0x";
+  }
+
+  async verifyTypedData(args: Parameters<FacilitatorEvmSigner["verifyTypedData"]>[0]): Promise<boolean> {
+    return await verifyTypedData(args as Parameters<typeof verifyTypedData>[0]);
+  }
+
+  async readContract({ address, functionName, args = [] }: { address: Hex; abi: readonly unknown[]; functionName: string; args?: readonly unknown[] }): Promise<unknown> {
+    if (isAddressEqual(address, MULTICALL3) && functionName === "tryAggregate") {
+      const calls = args[1] as Array<{ target: Hex; callData: Hex }>;
+      return await Promise.all(calls.map((call) => this.aggregated(call)));
+    }
+    if (!isAddressEqual(address, this.address)) throw new Revert("execution reverted: no contract at this address");
+    return await this.call(functionName, args);
+  }
+
+  async writeContract({ address, functionName, args }: { address: Hex; abi: readonly unknown[]; functionName: string; args: readonly unknown[] }): Promise<Hex> {
+    if (!isAddressEqual(address, this.address) || functionName !== "transferWithAuthorization") {
+      throw new Revert(`execution reverted: unsupported call ${functionName}`);
+    }
+    const t = await this.checkAuthorization(args);
+    this.used.add(`${t.from}:${t.nonce}`.toLowerCase());
+    this.balances.set(t.from.toLowerCase(), this.balanceOf(t.from) - t.value);
+    this.mint(t.to, t.value);
+    const hash = keccak256(toHex(`${this.chainId}:${t.from}:${t.nonce}`.toLowerCase()));
+    const block = this.block++;
+    this.receipts.set(hash, {
+      status: "success",
+      logs: [
+        {
+          address: this.address,
+          topics: encodeEventTopics({ abi: TRANSFER_EVENT, eventName: "Transfer", args: { from: t.from, to: t.to } }) as [Hex, ...Hex[]],
+          data: encodeAbiParameters([{ type: "uint256" }], [t.value]),
+          blockNumber: block,
+          blockHash: keccak256(toHex(`block:${block}`)),
+          logIndex: 0,
+          transactionHash: hash,
+          transactionIndex: 0,
+          removed: false,
+        },
+      ],
+    });
+    this.transfers.push({ from: t.from.toLowerCase(), to: t.to.toLowerCase(), value: t.value, nonce: t.nonce.toLowerCase(), hash });
+    return hash;
+  }
+
+  async sendTransaction(): Promise<Hex> {
+    throw new Revert("execution reverted: plain transactions are not supported by this token ledger");
+  }
+
+  async waitForTransactionReceipt({ hash }: { hash: Hex }): Promise<Receipt> {
+    const receipt = this.receipts.get(hash);
+    if (!receipt) throw new Error(`Transaction receipt with hash "${hash}" could not be found`);
+    return receipt;
+  }
+
+  private async call(functionName: string, args: readonly unknown[]): Promise<unknown> {
+    switch (functionName) {
+      case "transferWithAuthorization":
+        await this.checkAuthorization(args); // eth_call: the checks without the effects
+        return undefined;
+      case "balanceOf":
+        return this.balanceOf(String(args[0]));
+      case "name":
+        return this.name;
+      case "version":
+        return this.version;
+      case "authorizationState":
+        return this.authorizationState(String(args[0]), String(args[1]));
+      default:
+        throw new Revert(`execution reverted: unknown function ${functionName}`);
+    }
+  }
+
+  private async aggregated(call: { target: Hex; callData: Hex }): Promise<{ success: boolean; returnData: Hex }> {
+    try {
+      if (!isAddressEqual(call.target, this.address)) return { success: false, returnData: "0x" };
+      const { functionName, args } = decodeFunctionData({ abi: eip3009ABI, data: call.callData });
+      const result = await this.call(functionName, args ?? []);
+      return { success: true, returnData: encodeFunctionResult({ abi: eip3009ABI, functionName, result } as Parameters<typeof encodeFunctionResult>[0]) };
+    } catch {
+      return { success: false, returnData: "0x" };
+    }
+  }
+
+  /** FiatToken v2's transferWithAuthorization checks, in its order, with its revert messages. */
+  private async checkAuthorization(args: readonly unknown[]): Promise<{ from: Hex; to: Hex; value: bigint; nonce: Hex }> {
+    const [from, to, value, validAfter, validBefore, nonce] = args as [Hex, Hex, bigint, bigint, bigint, Hex];
+    const now = this.now();
+    if (!(now > BigInt(validAfter))) throw new Revert("FiatTokenV2: authorization is not yet valid");
+    if (!(now < BigInt(validBefore))) throw new Revert("FiatTokenV2: authorization is expired");
+    if (this.authorizationState(from, nonce)) throw new Revert("FiatTokenV2: authorization is used or canceled");
+    let signature: Hex;
+    if (args.length === 7) signature = args[6] as Hex;
+    else {
+      const [v, r, s] = args.slice(6) as [number | bigint, Hex, Hex];
+      signature = BigInt(v) >= 27n ? serializeSignature({ r, s, v: BigInt(v) }) : serializeSignature({ r, s, yParity: Number(v) });
+    }
+    let signer: Hex;
+    try {
+      signer = await recoverTypedDataAddress({
+        domain: { name: this.name, version: this.version, chainId: this.chainId, verifyingContract: this.address },
+        types: authorizationTypes,
+        primaryType: "TransferWithAuthorization",
+        message: { from, to, value: BigInt(value), validAfter: BigInt(validAfter), validBefore: BigInt(validBefore), nonce },
+        signature,
+      });
+    } catch {
+      throw new Revert("FiatTokenV2: invalid signature");
+    }
+    if (!isAddressEqual(signer, from)) throw new Revert("FiatTokenV2: invalid signature");
+    if (this.balanceOf(from) < BigInt(value)) throw new Revert("ERC20: transfer amount exceeds balance");
+    return { from: getAddress(from), to: getAddress(to), value: BigInt(value), nonce };
+  }
+}

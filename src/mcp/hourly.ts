@@ -1,0 +1,63 @@
+// The hourly limit of the MCP server's non-tool methods (SPEC "MCP server limits"), counted in the
+// database so that every instance shares it, and the client address it keys anonymous callers on.
+import type { Db } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+import type { McpCaller } from "./credentials.ts";
+
+export const HOURLY_LIMITS = { account: 600, ip: 120 } as const;
+
+export type HourlyVerdict =
+  | { ok: true }
+  | { ok: false; kind: "account" | "ip"; limit: number; retryAfterSeconds: number };
+
+/**
+ * The client's address: the connection's peer with `trustProxy` 0; behind N trusted proxies,
+ * the address N hops back in X-Forwarded-For (the peer being the last hop), so entries a client
+ * wrote into the header itself are never used. "unknown" when the runtime gave no peer.
+ */
+export function clientAddress(req: Request, peer: string | undefined, trustProxy: number): string {
+  const hops = [
+    ...(trustProxy > 0 ? (req.headers.get("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean) : []),
+    peer ?? "unknown",
+  ];
+  return hops[Math.max(0, hops.length - 1 - trustProxy)];
+}
+
+function hourStart(now: Date): Date {
+  return new Date(now.getTime() - (now.getTime() % 3_600_000));
+}
+
+export interface HourlyLimiter {
+  /** Counts `requests` non-tool requests of a caller and says whether they are within the limit. */
+  count(caller: McpCaller, params: { address: string; requests: number; now: Date }): Promise<HourlyVerdict>;
+}
+
+export function createHourlyLimiter(db: Db, log: (line: string) => void): HourlyLimiter {
+  let prunedHour = 0;
+  return {
+    async count(caller, { address, requests, now }) {
+      const hour = hourStart(now);
+      if (hour.getTime() !== prunedHour) {
+        // once an hour per process: past hours are never read again
+        prunedHour = hour.getTime();
+        db.query(sql("mcp_hourly_requests_delete_before"), [hour]).catch((err: Error) =>
+          log(`mcp hourly limits: cannot prune past hours: ${err.message}`),
+        );
+      }
+      const keyHash = caller.kind === "api_key" ? caller.keyHash : null;
+      const accountId = caller.kind === "oauth" ? caller.accountId : null;
+      const [row] = await db.query<{ subject: string; count: number }>(sql("mcp_hourly_requests_count"), [
+        keyHash,
+        accountId,
+        hour,
+        requests,
+        address,
+      ]);
+      const kind = row.subject.startsWith("account:") ? "account" : "ip";
+      const limit = HOURLY_LIMITS[kind];
+      if (row.count <= limit) return { ok: true };
+      const retryAfterSeconds = Math.max(1, Math.ceil((hour.getTime() + 3_600_000 - now.getTime()) / 1000));
+      return { ok: false, kind, limit, retryAfterSeconds };
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// The x402 side of a purchase: the server's own payment requirements for a quantity of packs, the
+// official resource server (@x402/core with the @x402/evm `exact` scheme) that verifies and settles
+// through the facilitator, and the reading of a client's PAYMENT-SIGNATURE. Every header on the
+// wire is encoded and decoded by @x402/core, never by hand.
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { isPaymentPayloadV2 } from "@x402/core/schemas";
+import { FacilitatorResponseError, HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import * as v from "valibot";
+
+/** Base mainnet (CAIP-2) and its USDC contract, whose EIP-712 domain is {USD Coin, 2}. */
+export const NETWORK = "eip155:8453";
+export const USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+export const USDC_DOMAIN = { name: "USD Coin", version: "2" } as const;
+/** One Agent pack costs 1.00 USDC (6 decimals). */
+export const PACK_PRICE = 1_000_000n;
+export const MAX_TIMEOUT_SECONDS = 120;
+export const MAX_QUANTITY = 25;
+
+/** The requirements for `quantity` packs, built by the server alone: never from the client's echo. */
+export function paymentRequirements(payTo: string, quantity: number): PaymentRequirements {
+  return {
+    scheme: "exact",
+    network: NETWORK,
+    asset: USDC_BASE,
+    amount: (BigInt(quantity) * PACK_PRICE).toString(),
+    payTo,
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+    extra: { ...USDC_DOMAIN },
+  };
+}
+
+export interface PaymentServer {
+  resource: x402ResourceServer;
+  payTo: string;
+}
+
+/** The resource server over the facilitator at `facilitatorUrl` (its /verify, /settle, /supported). */
+export function createPaymentServer(options: { facilitatorUrl: string; payTo: string; timeoutMs: number }): PaymentServer {
+  const facilitator = new HTTPFacilitatorClient({ url: options.facilitatorUrl, timeoutMs: options.timeoutMs });
+  return { resource: new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmScheme()), payTo: options.payTo };
+}
+
+const Address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/));
+const Uint = v.pipe(v.string(), v.regex(/^\d{1,78}$/));
+
+const Eip3009Payload = v.object({
+  signature: v.pipe(v.string(), v.regex(/^0x(?:[0-9a-fA-F]{2})+$/)),
+  authorization: v.object({
+    from: Address,
+    to: Address,
+    value: Uint,
+    validAfter: Uint,
+    validBefore: Uint,
+    nonce: v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{64}$/)),
+  }),
+});
+
+export type Authorization = v.InferOutput<typeof Eip3009Payload>["authorization"];
+
+export type DecodedPayment =
+  | { ok: true; payload: PaymentPayload; authorization: Authorization; signature: string }
+  | { ok: false; reason: string };
+
+/** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an EIP-3009 authorization. */
+export function decodePayment(header: string): DecodedPayment {
+  let payload: unknown;
+  try {
+    payload = decodePaymentSignatureHeader(header.trim());
+  } catch {
+    return { ok: false, reason: "it is not base64-encoded JSON" };
+  }
+  if (!isPaymentPayloadV2(payload)) return { ok: false, reason: "it is not an x402 version 2 payment payload" };
+  const inner = v.safeParse(Eip3009Payload, payload.payload);
+  if (!inner.success) return { ok: false, reason: "its payload is not a signed EIP-3009 transfer authorization" };
+  return { ok: true, payload: payload as PaymentPayload, authorization: inner.output.authorization, signature: inner.output.signature.toLowerCase() };
+}
+
+/** What the replay protection records: the tuple the token contract itself enforces, lowercased. */
+export interface ReplayKey {
+  network: string;
+  asset: string;
+  payer: string;
+  nonce: string;
+}
+
+export function replayKey(requirements: PaymentRequirements, authorization: Authorization): ReplayKey {
+  return {
+    network: requirements.network.toLowerCase(),
+    asset: requirements.asset.toLowerCase(),
+    payer: authorization.from.toLowerCase(),
+    nonce: authorization.nonce.toLowerCase(),
+  };
+}
+
+export type VerifyOutcome = { ok: true } | { ok: false; reason: string } | { ok: false; unavailable: string };
+
+/** Verification at the facilitator: refusals are values; a facilitator that cannot answer is `unavailable`. */
+export async function verifyPayment(server: PaymentServer, payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome> {
+  let result: VerifyResponse;
+  try {
+    result = await server.resource.verifyPayment(payload, requirements);
+  } catch (err) {
+    // a non-2xx answer that still says why the payment is invalid is a refusal, not an outage
+    if (err instanceof VerifyError && err.statusCode < 500 && err.invalidReason) return { ok: false, reason: err.invalidReason };
+    return { ok: false, unavailable: describe(err) };
+  }
+  if (result.isValid) return { ok: true };
+  return { ok: false, reason: result.invalidReason ?? "invalid_payment" };
+}
+
+/**
+ * What settlement did, from the server's point of view:
+ *   settled  the facilitator says the transfer went through
+ *   failed   refused without a transaction: nothing can have moved
+ *   unknown  the transfer may have reached the chain (timeout, 5xx, pending, a failure with a
+ *            transaction hash): the claim is kept and never granted again automatically
+ */
+export type SettleOutcome =
+  | { state: "settled"; response: SettleResponse }
+  | { state: "failed"; reason: string; response: SettleResponse }
+  | { state: "unknown"; reason: string; response?: SettleResponse };
+
+export async function settlePayment(server: PaymentServer, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
+  let response: SettleResponse;
+  try {
+    response = await server.resource.settlePayment(payload, requirements);
+  } catch (err) {
+    if (err instanceof SettleError) {
+      const failure: SettleResponse = {
+        success: false,
+        errorReason: err.errorReason,
+        transaction: err.transaction ?? "",
+        network: err.network ?? requirements.network,
+        payer: err.payer,
+      };
+      if (err.statusCode < 500 && !err.transaction) return { state: "failed", reason: err.errorReason ?? "settlement_failed", response: failure };
+      return { state: "unknown", reason: err.errorReason ?? `facilitator answered HTTP ${err.statusCode}`, response: failure };
+    }
+    return { state: "unknown", reason: describe(err) };
+  }
+  if (response.success) return { state: "settled", response };
+  const reason = response.errorReason ?? "settlement_failed";
+  if (response.transaction || reason === "settlement_pending") return { state: "unknown", reason, response };
+  return { state: "failed", reason, response };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof FacilitatorResponseError) return err.message;
+  const cause = (err as { cause?: { code?: string } })?.cause?.code;
+  return cause ? `${(err as Error).message} (${cause})` : err instanceof Error ? err.message : String(err);
+}

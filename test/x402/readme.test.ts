@@ -1,0 +1,97 @@
+// The README's purchase walk-through, run as written (only the ports differ): `npm run facilitator`
+// and `npm start` on a fresh embedded data directory as processes, then the README's buy.ts with
+// the official client.
+import assert from "node:assert/strict";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { promisify } from "node:util";
+import { freePort } from "../support/ports.ts";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+
+function section(): { sh: string; ts: string } {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const part = readme.slice(readme.indexOf("## Buying credits over x402"));
+  const sh = /```sh\n([\s\S]*?)```/.exec(part);
+  const ts = /```ts\n([\s\S]*?)```/.exec(part);
+  assert.ok(sh && ts, "README has the sh and ts blocks under 'Buying credits over x402'");
+  return { sh: sh[1], ts: ts[1] };
+}
+
+function started(child: ChildProcess, pattern: RegExp, what: string): Promise<string> {
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${output}`)), 90_000);
+    const look = (d: Buffer) => {
+      output += d;
+      if (pattern.test(output)) {
+        clearTimeout(timer);
+        resolve(output);
+      }
+    };
+    child.stdout!.on("data", look);
+    child.stderr!.on("data", look);
+    child.once("exit", (code) => reject(new Error(`${what} exited ${code}: ${output}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<unknown> {
+  if (child.exitCode !== null) return Promise.resolve();
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  return exited;
+}
+
+test("the README purchase walk-through works against `npm run facilitator` and a fresh `npm start`", { timeout: 180_000 }, async () => {
+  const { sh, ts } = section();
+  // the commands the README gives, with their variables
+  const payTo = /X402_PAY_TO=(0x[0-9a-fA-F]{40})/.exec(sh)?.[1];
+  assert.ok(payTo && sh.includes("npm run facilitator") && sh.includes("X402_FACILITATOR_URL=http://127.0.0.1:8402") && sh.includes("npm start"));
+
+  const dir = mkdtempSync(join(tmpdir(), "walletid-x402-readme-"));
+  const script = join(ROOT, `.readme-buy-${crypto.randomUUID()}.ts`);
+  const [facilitatorPort, port] = [await freePort(), await freePort()];
+  const facilitator = spawn(process.execPath, ["--import", "tsx", join(ROOT, "scripts/facilitator.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, FACILITATOR_PORT: String(facilitatorPort) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const server = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/main.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATA_DIR: join(dir, ".data"),
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: "",
+      X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
+      X402_PAY_TO: payTo,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  try {
+    const line = await started(facilitator, /listening on/, "the facilitator");
+    assert.match(line, new RegExp(`x402 facilitator listening on http://127\\.0\\.0\\.1:${facilitatorPort} `));
+    const log = await started(server, /listening on/, "the server");
+    assert.doesNotMatch(log, /Purchases are off/);
+
+    writeFileSync(script, ts);
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+      cwd: ROOT,
+      env: { ...process.env, WALLETID_URL: `http://127.0.0.1:${port}`, FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}` },
+    });
+    assert.match(stdout, /^200 \{\s+api_key: 'wid_live_[A-Za-z0-9]{32}',\s+shown_once: true,\s+matches_added: 24,/m, stdout);
+    assert.match(stdout, /^200 \{\s+handle: 'alice_onchain'/m, stdout);
+    assert.match(stdout, /^200 \{\s+api_key: 'wid_live_[A-Za-z0-9]{32}',\s+key_prefix: 'wid_live_\w{3}',\s+revoked_prefixes: \[\]/m, stdout);
+
+    const balance = await (await fetch(`http://127.0.0.1:${facilitatorPort}/balance/${payTo}`)).json();
+    assert.deepEqual(balance, { address: payTo.toLowerCase(), balance: "2000000" }, "2 USDC reached X402_PAY_TO");
+  } finally {
+    rmSync(script, { force: true });
+    await Promise.all([stop(server), stop(facilitator)]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
