@@ -325,7 +325,9 @@ async function main(argv: string[]): Promise<number> {
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir);
   try {
     const db = await openDatabase(
-      config.databaseUrl ? { databaseUrl: config.databaseUrl, max: 1 } : { dataDir: join(config.dataDir, "pgdata") },
+      config.databaseUrl
+        ? { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
+        : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {
       if (command.name === "maintain") return await maintain(db, config, command.task);

@@ -15,7 +15,7 @@ import { requestIdAndCors } from "../src/app.ts";
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   if (!config.databaseUrl) throw new Error("Cannot start the baseline: DATABASE_URL is not set");
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, timeouts: config.databaseTimeouts });
   const log = (line: string) => {
     if (config.logLevel !== "silent") console.error(line);
   };

@@ -221,7 +221,7 @@ export async function prepareIndex(options: {
   db = await openDatabase({ databaseUrl });
   options.log(`Loading ${options.wallets.toLocaleString("en-US")} generated wallets into ${options.database} ...`);
   const started = performance.now();
-  await db.transaction((tx) => tx.exec(loadSql(options.wallets, marker)));
+  await db.transaction((tx) => tx.exec(loadSql(options.wallets, marker)), { bulk: true });
   // VACUUM sets hint bits and the visibility map now rather than during the first measured round
   await db.exec("VACUUM (ANALYZE) wallets, links, farcaster_accounts, twitter_reachability, reverse_entries, reverse_counts");
   const loadMs = performance.now() - started;

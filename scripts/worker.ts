@@ -19,8 +19,12 @@ async function main(): Promise<void> {
     if (config.logLevel !== "silent") console.error(line);
   };
   // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded
+  // the last resort: nothing that slips past its caller (a driver's stray rejection) ends the worker
+  const describe = (reason: unknown) => (reason instanceof Error ? (reason.stack ?? reason.message) : String(reason));
+  process.on("unhandledRejection", (reason) => log(`Kept working after an unhandled rejection: ${describe(reason)}`));
+  process.on("uncaughtException", (err) => log(`Kept working after an uncaught exception: ${describe(err)}`));
   loadQueries();
-  const db = openPostgres(config.databaseUrl, { max: 2 });
+  const db = openPostgres(config.databaseUrl, { max: 2, timeouts: config.databaseTimeouts });
   await migrate(db);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
   worker.start();

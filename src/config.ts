@@ -1,5 +1,6 @@
 // Reads and validates the environment once; a bad value stops the start with one clear line.
 import * as v from "valibot";
+import { DEFAULT_DB_TIMEOUTS, type DbTimeouts } from "./db/types.ts";
 
 const Int = (min: number, max: number) =>
   v.pipe(v.string(), v.regex(/^\d+$/, "must be a whole number"), v.transform(Number), v.minValue(min), v.maxValue(max));
@@ -12,6 +13,9 @@ const EnvSchema = v.object({
   PUBLIC_URL: v.optional(Url),
   DATABASE_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"))),
   DATABASE_POOL_SIZE: v.optional(Int(1, 100), "4"),
+  DB_CONNECT_TIMEOUT_MS: v.optional(Int(100, 600_000), String(DEFAULT_DB_TIMEOUTS.connectMs)),
+  DB_STATEMENT_TIMEOUT_MS: v.optional(Int(100, 3_600_000), String(DEFAULT_DB_TIMEOUTS.statementMs)),
+  DB_IDLE_TIMEOUT_MS: v.optional(Int(100, 3_600_000), String(DEFAULT_DB_TIMEOUTS.idleMs)),
   DATA_DIR: v.optional(v.string(), ".data"),
   STALE_AFTER_DAYS: v.optional(Int(1, 3650), "30"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
@@ -40,6 +44,7 @@ export interface Config {
   publicUrl: string;
   databaseUrl?: string;
   databasePoolSize: number;
+  databaseTimeouts: DbTimeouts;
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -94,6 +99,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseTimeouts: { connectMs: e.DB_CONNECT_TIMEOUT_MS, statementMs: e.DB_STATEMENT_TIMEOUT_MS, idleMs: e.DB_IDLE_TIMEOUT_MS },
     dataDir: e.DATA_DIR,
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,

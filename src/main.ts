@@ -1,9 +1,11 @@
 // Entry point: picks Deno.serve, Bun.serve or @hono/node-server; nothing else is runtime-specific.
 import { join } from "node:path";
+import type { Socket } from "node:net";
 import process from "node:process";
 import { lookup } from "node:dns/promises";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
+import { parserRefusal } from "./http/errors.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
 import { ensureDemo } from "./index/demo.ts";
@@ -40,6 +42,13 @@ async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, 
   }
   const { serve: nodeServe } = await import("@hono/node-server");
   const server = nodeServe({ fetch, port: config.port, hostname: config.host });
+  // Requests Node's HTTP parser refuses (bad framing, headers or URL over the limit) never reach
+  // the app: answer them {error, code} too, where Node would send an empty 400 or 431.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+    const responding = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+    if (err.code === "ECONNRESET" || !socket.writable || responding) return socket.destroy();
+    socket.end(parserRefusal(err.code));
+  });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   return { stop: () => new Promise<void>((resolve) => server.close(() => resolve())), runtime: `Node.js ${process.versions.node}` };
 }
@@ -77,6 +86,10 @@ function scheduleMaintenance(deps: MaintenanceDeps, at: DailyAt, stopSignal: Abo
   };
 }
 
+function describe(reason: unknown): string {
+  return reason instanceof Error ? (reason.stack ?? reason.message) : String(reason);
+}
+
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const log = (line: string) => {
@@ -84,7 +97,15 @@ async function main(): Promise<void> {
   };
   const embedded = !config.databaseUrl;
   const release = embedded ? acquireDataDirLock(config.dataDir) : () => {};
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, dataDir: embedded ? join(config.dataDir, "pgdata") : undefined });
+  // the last resort: nothing that slips past its caller (a driver's stray rejection) ends the process
+  process.on("unhandledRejection", (reason) => log(`Kept serving after an unhandled rejection: ${describe(reason)}`));
+  process.on("uncaughtException", (err) => log(`Kept serving after an uncaught exception: ${describe(err)}`));
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    max: config.databasePoolSize,
+    dataDir: embedded ? join(config.dataDir, "pgdata") : undefined,
+    timeouts: config.databaseTimeouts,
+  });
   const now = () => new Date();
 
   if (embedded || process.env.LOAD_DEMO === "1") {

@@ -2,7 +2,6 @@
 // each runtime, from the deno and bun packages in node_modules (nothing is installed or downloaded
 // here), serves its own fresh PostgreSQL database, and the same HTTP checks run against each.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -11,15 +10,13 @@ import { readConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/open.ts";
 import type { Db } from "../src/db/types.ts";
 import { createPostgresDatabase } from "./support/db.ts";
-import { freePort } from "./support/ports.ts";
+import { BIN, startProcess, type Running } from "./support/process.ts";
 import { W, loadFixtures } from "./support/fixtures.ts";
 import { assertErrorBody, batchInit, debitsOf, expectStatus, rateHeaders } from "./support/http.ts";
 import { createCustomer } from "./support/server.ts";
 import { startFacilitator, type Facilitator } from "../scripts/facilitator.ts";
 import { buyInit, newBuyer, PAY_TO } from "./x402/support.ts";
 
-const ROOT = join(import.meta.dirname, "..");
-const BIN = join(ROOT, "node_modules", ".bin");
 // fixtures observed at a fixed time, so every runtime sees the same (stale) records
 const IMPORTED_AT = new Date("2026-01-01T00:00:00Z");
 
@@ -29,54 +26,6 @@ const RUNTIMES = [
   { name: "Bun", command: join(BIN, "bun"), args: ["run", "start:bun"] },
 ];
 
-
-interface Running {
-  url: string;
-  output: () => string;
-  stop: () => Promise<void>;
-}
-
-/** Starts `command` in its own process group and waits for its "listening" line. */
-async function startRuntime(command: string, args: string[], env: Record<string, string>): Promise<Running> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(command, args, {
-    cwd: ROOT,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
-  });
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid!, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      const timer = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }, 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
-  };
-  const deadline = Date.now() + 60_000;
-  while (!output.includes("walletid listening on")) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`${command} ${args.join(" ")} did not start: ${output.slice(-3000)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
-}
 
 test("the deno and bun binaries come from node_modules", () => {
   for (const bin of ["deno", "bun"]) {
@@ -120,7 +69,7 @@ for (const runtime of RUNTIMES) {
       await loadFixtures(db, IMPORTED_AT);
       customer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
       facilitator = await startFacilitator();
-      server = await startRuntime(runtime.command, runtime.args, {
+      server = await startProcess(runtime.command, runtime.args, {
         DATABASE_URL: created.url,
         LOG_LEVEL: "info",
         X402_FACILITATOR_URL: facilitator.url,

@@ -41,5 +41,5 @@ export async function migrate(db: Db, migrations = readMigrations()): Promise<nu
       applied.push(m.version);
     }
     return applied;
-  });
+  }, { bulk: true });
 }

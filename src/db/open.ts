@@ -3,13 +3,13 @@ import { openPglite } from "./pglite.ts";
 import { openPostgres } from "./postgres.ts";
 import { migrate } from "./migrate.ts";
 import { loadQueries } from "./queries.ts";
-import type { Db } from "./types.ts";
+import type { Db, DbTimeouts } from "./types.ts";
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; max?: number }): Promise<Db> {
+export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; max?: number; timeouts?: DbTimeouts }): Promise<Db> {
   loadQueries();
   const db = options.databaseUrl
-    ? openPostgres(options.databaseUrl, { max: options.max })
-    : await openPglite(options.dataDir);
+    ? openPostgres(options.databaseUrl, { max: options.max, timeouts: options.timeouts })
+    : await openPglite(options.dataDir, options.timeouts);
   await migrate(db);
   return db;
 }

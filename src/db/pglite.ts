@@ -1,30 +1,35 @@
 // The embedded default: PGlite stored under DATA_DIR, or in memory when no directory is given.
 import { PGlite, type Transaction } from "@electric-sql/pglite";
-import type { Db, Row } from "./types.ts";
+import { boundedTransaction, withDeadline } from "./deadline.ts";
+import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
 
 type Conn = PGlite | Transaction;
 
-function wrap(conn: Conn, close: () => Promise<void>): Db {
+// PGlite runs statements one at a time in this process: the deadline bounds the wait behind
+// others (a statement cannot be stopped once started, and may still run after its caller gave up).
+function wrap(conn: Conn, deadlineMs: number, close: () => Promise<void>): Db {
   return {
     driver: "pglite",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const result = await conn.query<T>(text, params as unknown[]);
+      const result = await withDeadline(conn.query<T>(text, params as unknown[]), deadlineMs);
       return result.rows;
     },
     async exec(text: string) {
       await conn.exec(text);
     },
-    async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: Db) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
       if (!("transaction" in conn)) throw new Error("Cannot open a transaction: already inside one");
-      return await conn.transaction((tx) => fn(wrap(tx, close)));
+      if (options.bulk) return await conn.transaction((tx) => fn(wrap(tx, 0, close)));
+      const begin = (body: (tx: Transaction) => Promise<T>) => conn.transaction(body);
+      return await boundedTransaction(begin, (tx) => fn(wrap(tx, deadlineMs, close)), deadlineMs);
     },
     close,
   };
 }
 
-export async function openPglite(dataDir?: string): Promise<Db> {
+export async function openPglite(dataDir?: string, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<Db> {
   const pg = new PGlite(dataDir);
   await pg.waitReady;
   await pg.exec("SET TIME ZONE 'UTC'");
-  return wrap(pg, () => pg.close());
+  return wrap(pg, timeouts.statementMs + DEADLINE_MARGIN_MS, () => pg.close());
 }

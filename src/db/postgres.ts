@@ -1,6 +1,7 @@
 // The PostgreSQL driver (postgres.js), used when DATABASE_URL is set.
 import postgres from "postgres";
-import type { Db, Row } from "./types.ts";
+import { boundedTransaction, withDeadline } from "./deadline.ts";
+import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
 
 type Sql = postgres.Sql | postgres.TransactionSql;
 
@@ -19,36 +20,96 @@ function toWire(value: unknown): unknown {
   return value;
 }
 
-function wrap(sql: Sql, close: () => Promise<void>): Db {
+/** A pool or a transaction, with the client's deadline for any one answer (0: none, bulk work). */
+interface Conn {
+  sql: Sql;
+  deadlineMs: number;
+  /** Called when a deadline passes: the connection may be stuck for good. */
+  onStuck: () => void;
+}
+
+function wrap(current: () => Conn, close: () => Promise<void>): Db {
   return {
     driver: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const rows = await sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const conn = current();
+      const statement = conn.sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const rows = await withDeadline(statement, conn.deadlineMs, conn.onStuck);
       // a plain array, as PGlite returns, rather than postgres.js's Result subclass
       return Array.from(rows) as unknown as T[];
     },
     async exec(text: string) {
-      await sql.unsafe(text);
+      await current().sql.unsafe(text);
     },
-    async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: Db) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+      const conn = current();
+      const sql = conn.sql;
       if (!("begin" in sql)) throw new Error("Cannot open a transaction: already inside one");
-      return (await sql.begin((tx) => fn(wrap(tx, close)))) as T;
+      if (options.bulk) {
+        return (await sql.begin(async (tx) => {
+          await tx.unsafe("SET LOCAL statement_timeout = 0");
+          return await fn(wrap(() => ({ ...conn, sql: tx, deadlineMs: 0 }), close));
+        })) as T;
+      }
+      const begin = (body: (tx: postgres.TransactionSql) => Promise<T>) => sql.begin(body) as Promise<T>;
+      return await boundedTransaction(begin, (tx) => fn(wrap(() => ({ ...conn, sql: tx }), close)), conn.deadlineMs, conn.onStuck);
     },
     close,
   };
 }
 
-export function openPostgres(url: string, options: { max?: number } = {}): Db {
-  const sql = postgres(url, {
-    // Few connections suit few cores: calls of one account queue on its rate-window row, and
-    // more backends waiting on it only add lock hand-offs (DATABASE_POOL_SIZE, default 4).
-    max: options.max ?? 4,
-    onnotice: () => {},
-    // Our statements are point lookups by key: a generic plan is right for all of them, and
-    // re-planning `= ANY($1)` on every execution cost more than running it. JIT compiling
-    // never pays for itself on statements this short.
-    connection: { TimeZone: "UTC", plan_cache_mode: "force_generic_plan", jit: "off" },
-    transform: { undefined: null },
-  });
-  return wrap(sql, () => sql.end({ timeout: 5 }));
+export function openPostgres(url: string, options: { max?: number; timeouts?: DbTimeouts } = {}): Db {
+  const timeouts = options.timeouts ?? DEFAULT_DB_TIMEOUTS;
+  const connect = () =>
+    postgres(url, {
+      // Few connections suit few cores: calls of one account queue on its rate-window row, and
+      // more backends waiting on it only add lock hand-offs (DATABASE_POOL_SIZE, default 4).
+      max: options.max ?? 4,
+      onnotice: () => {},
+      connect_timeout: timeouts.connectMs / 1000,
+      idle_timeout: timeouts.idleMs / 1000,
+      // postgres.js waits up to 20 s before reconnecting after repeated failures; a short wait
+      // lets the service answer again within a second of the database's return.
+      backoff: (retries: number) => Math.min(0.1, 0.01 * 2 ** retries),
+      // The array types are not fetched on connect: statements take arrays as literals (toWire)
+      // and return none, and a connection cut during that fetch would reject a promise nobody
+      // awaits inside postgres.js (an unhandled rejection).
+      fetch_types: false,
+      // Our statements are point lookups by key: a generic plan is right for all of them, and
+      // re-planning `= ANY($1)` on every execution cost more than running it. JIT compiling
+      // never pays for itself on statements this short.
+      connection: {
+        TimeZone: "UTC",
+        plan_cache_mode: "force_generic_plan",
+        jit: "off",
+        statement_timeout: timeouts.statementMs,
+      },
+      transform: { undefined: null },
+    });
+  // A statement with no answer by its deadline leaves its connection in an unknown state (a
+  // partition can hold it for minutes): its pool is replaced, which ends that pool's connections
+  // and fails every statement waiting on them at once; the next statements connect afresh.
+  let closing = false;
+  let pool: postgres.Sql;
+  const open = (): Conn => {
+    const sql = (pool = connect());
+    const conn: Conn = {
+      sql,
+      deadlineMs: timeouts.statementMs + DEADLINE_MARGIN_MS,
+      onStuck: () => {
+        if (conn !== current || closing) return;
+        current = open();
+        sql.end({ timeout: 0 }).catch(() => {});
+      },
+    };
+    return conn;
+  };
+  let current = open();
+  return wrap(
+    () => current,
+    async () => {
+      closing = true;
+      await pool.end({ timeout: 5 });
+    },
+  );
 }

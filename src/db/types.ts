@@ -2,12 +2,35 @@
 
 export type Row = Record<string, unknown>;
 
+export interface TransactionOptions {
+  /**
+   * Long work (migrations, imports, the stats count): no statement timeout and no deadline, so
+   * it may take as long as it needs. Everything else is bounded by DbTimeouts.
+   */
+  bulk?: boolean;
+}
+
 export interface Db {
   readonly driver: "postgres" | "pglite";
   /** One parameterised statement ($1, $2, ...). */
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
-  /** Several statements without parameters (migrations only). */
+  /** Several statements without parameters (migrations only; not bounded by a deadline). */
   exec(text: string): Promise<void>;
-  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
 }
+
+/** How long the drivers wait (DB_CONNECT_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS, DB_IDLE_TIMEOUT_MS). */
+export interface DbTimeouts {
+  /** Opening a PostgreSQL connection, up to its first ReadyForQuery. */
+  connectMs: number;
+  /** PostgreSQL's statement_timeout; the client waits this plus DEADLINE_MARGIN_MS for any answer. */
+  statementMs: number;
+  /** An unused PostgreSQL connection is closed after this long. */
+  idleMs: number;
+}
+
+export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 3000, statementMs: 3000, idleMs: 10_000 };
+
+/** Time for the server's own statement_timeout error to arrive before the client stops waiting. */
+export const DEADLINE_MARGIN_MS = 1000;

@@ -1,6 +1,7 @@
 // The one error type of the wire: {error, code} with an HTTP status; everything else is INTERNAL_ERROR.
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { isDatabaseUnavailable } from "../db/errors.ts";
 
 export class ApiError extends Error {
   readonly status: ContentfulStatusCode;
@@ -15,17 +16,6 @@ export class ApiError extends Error {
   }
 }
 
-// Failures of the database connection itself (not of a statement) mean "try again shortly".
-const UNAVAILABLE = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "CONNECTION_CLOSED", "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED", "CONNECT_TIMEOUT", "57P01", "57P02", "57P03", "53300",
-]);
-
-export function isUnavailable(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && UNAVAILABLE.has(code);
-}
-
 export function errorBody(code: string, message: string) {
   return { error: message, code };
 }
@@ -36,7 +26,7 @@ export function renderError(err: unknown, c: Context, log: (line: string) => voi
     return c.json(errorBody(err.code, err.message), err.status);
   }
   const requestId = c.get("requestId") ?? "unknown";
-  if (isUnavailable(err)) {
+  if (isDatabaseUnavailable(err)) {
     log(`request ${requestId}: service unavailable: ${(err as Error).message}`);
     c.header("Retry-After", "5");
     return c.json(errorBody("SERVICE_UNAVAILABLE", "The service is temporarily unavailable; retry shortly"), 503);
@@ -66,4 +56,28 @@ export function invalidAddress(bad: unknown[], total = bad.length): ApiError {
     "INVALID_ADDRESS",
     `${subject} ${shown.join(", ")}${more}: an address is 0x followed by 40 hex characters`,
   );
+}
+
+/**
+ * The raw HTTP/1.1 answer to a request the runtime's parser refused before the app saw it
+ * (Node's `clientError`, keyed by its error code): 431 when the headers (the URL among them)
+ * exceed the parser's limit, 408 when the request took too long to arrive, 400 otherwise.
+ */
+export function parserRefusal(parserCode: string | undefined): string {
+  const [status, reason, code, message] =
+    parserCode === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "HEADERS_TOO_LARGE", "Cannot read the request: its headers and URL exceed 16 KiB"]
+      : parserCode === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "Request Timeout", "REQUEST_TIMEOUT", "Cannot read the request: it did not arrive in time"]
+        : [400, "Bad Request", "INVALID_REQUEST", "Cannot parse the HTTP request: it is not valid HTTP/1.1"];
+  const body = JSON.stringify(errorBody(code, message));
+  return [
+    `HTTP/1.1 ${status} ${reason}`,
+    "Content-Type: application/json",
+    `Content-Length: ${new TextEncoder().encode(body).length}`,
+    "Access-Control-Allow-Origin: *",
+    "Connection: close",
+    "",
+    body,
+  ].join("\r\n");
 }

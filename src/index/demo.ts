@@ -347,7 +347,7 @@ export async function ensureDemo(
     const key = await createApiKey(inside, { accountId, name: "demo", now: options.now });
     if (!key.ok) throw new Error(`Cannot create the demo API key: ${key.code}`);
     return { created: true, apiKey: key.apiKey, accountId } as const;
-  });
+  }, { bulk: true });
   if (result.created && options.dataDir !== undefined) {
     writePrivateFile(options.dataDir, DEMO_KEY_FILE, `${result.apiKey}\n`);
   }

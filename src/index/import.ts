@@ -375,7 +375,7 @@ export async function importObservations(
     if (!parsed.ok) throw new InvalidLineError(parsed.error);
     addToPlan(plan, parsed.observation, lineNumber, options.now);
   }
-  return await db.transaction((tx) => writePlan(tx, plan, options.now));
+  return await db.transaction((tx) => writePlan(tx, plan, options.now), { bulk: true });
 }
 
 /**

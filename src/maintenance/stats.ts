@@ -23,7 +23,11 @@ export interface StatsSnapshot {
 /** Counts the index now and stores the result as the row of now's UTC day. */
 export async function materializeStats(db: Db, options: { now: Date }): Promise<StatsSnapshot> {
   const day = options.now.toISOString().slice(0, 10);
-  const [row] = await db.query<{ counts: StatsCounts; as_of: Date }>(sql("stats_snapshots_upsert_counts"), [day, options.now]);
+  // counting the whole index may take longer than a request's statement is allowed
+  const [row] = await db.transaction(
+    (tx) => tx.query<{ counts: StatsCounts; as_of: Date }>(sql("stats_snapshots_upsert_counts"), [day, options.now]),
+    { bulk: true },
+  );
   return { counts: row.counts, asOf: row.as_of };
 }
 

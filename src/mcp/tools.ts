@@ -5,7 +5,8 @@ import { McpServer, type CallToolResult } from "@modelcontextprotocol/server";
 import { toStandardJsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
 import { normalizeAddressList } from "../index/address.ts";
-import { ApiError, isUnavailable } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
+import { isDatabaseUnavailable } from "../db/errors.ts";
 import { meterKey, recordUsage, type Metered, type Meterer } from "../http/meter.ts";
 import { FarcasterUsername, TwitterHandle, WalletListBody } from "../http/schemas.ts";
 import { accountBalance, indexStats, rateLimitsJson } from "../routes/account.ts";
@@ -209,7 +210,7 @@ async function runTool(
       status = err.status;
       return { content: [{ type: "text", text: toolErrorText(err, routes.config.publicUrl) }], isError: true };
     }
-    if (isUnavailable(err)) {
+    if (isDatabaseUnavailable(err)) {
       status = 503;
       routes.log(`mcp tool call: service unavailable: ${(err as Error).message}`);
       return { content: [{ type: "text", text: "The service is temporarily unavailable: retry in a few seconds." }], isError: true };

@@ -15,7 +15,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "Not found",
   405: "Method not allowed",
   409: "Conflict",
-  413: "Request body too large",
+  413: "Request body too large (1 MiB; 4.5 MiB for jobs)",
   415: "Unsupported media type",
   429: "A rate window is exhausted; Retry-After says when it resets",
   500: "Internal error; the body never carries a stack, SQL or upstream detail",
@@ -131,7 +131,7 @@ export function buildOpenApiDocument(operations: Operation[], options: { publicU
       version: "1.0.0",
       summary: "Wallet identity resolution: wallet addresses to social identities, and back",
       description:
-        "Resolves blockchain wallet addresses (0x + 40 hex characters) to the social identities attached to them, says what evidence backs each record, and bills one match credit per wallet that resolves to twitter or farcaster. Success bodies are `{data, meta}`; errors are `{error, code}`. CORS is open and OPTIONS answers 204 on every path.",
+        "Resolves blockchain wallet addresses (0x + 40 hex characters) to the social identities attached to them, says what evidence backs each record, and bills one match credit per wallet that resolves to twitter or farcaster. Success bodies are `{data, meta}`; errors are `{error, code}`. CORS is open and OPTIONS answers 204 on every path. Request bodies are limited in binary units, counted on the bytes read: 1 MiB (1,048,576 bytes) for batch and estimate, 4.5 MiB (4,718,592 bytes) for jobs. A request the HTTP parser refuses before it reaches the API (bad framing; headers and URL together over 16 KiB) is 400 `INVALID_REQUEST` or 431 `HEADERS_TOO_LARGE`. A database that is unavailable or does not answer within a few seconds gives 503 `SERVICE_UNAVAILABLE` with `Retry-After` on every endpoint.",
     },
     servers: [{ url: `${options.publicUrl}/api/v1`, description: "{base_url}" }],
     tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),

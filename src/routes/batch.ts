@@ -22,7 +22,7 @@ export const batchOpenapi: Operation[] = [
     tag: "Lookups",
     summary: "Look up a list of wallets",
     description:
-      "Up to the plan's `max_batch_size` addresses (body at most 1 MB, measured on bytes read). Duplicates are removed; `data` has one entry per unique address in submission order, a batch row or null; index results by `wallet`. Body size and shape are checked before authentication (no rate-limit headers on those rejections). Cost: 1 match credit per unique address that resolves to twitter or farcaster (`meta.matched`); rate weight 1 per address submitted, before deduplication.",
+      "Up to the plan's `max_batch_size` addresses (body at most 1 MiB, 1,048,576 bytes, measured on bytes read). Duplicates are removed; `data` has one entry per unique address in submission order, a batch row or null; index results by `wallet`. Body size and shape are checked before authentication (no rate-limit headers on those rejections). Cost: 1 match credit per unique address that resolves to twitter or farcaster (`meta.matched`); rate weight 1 per address submitted, before deduplication.",
     auth: true,
     headers: { "Idempotency-Key": IdempotencyKey },
     body: WalletListBody,
@@ -67,7 +67,7 @@ export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
-    const { document, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    const { document, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");

@@ -22,7 +22,7 @@ export const estimateOpenapi: Operation[] = [
     tag: "Lookups",
     summary: "Estimate what a list would bill",
     description:
-      "A dry run over 10 to the plan's `max_batch_size` distinct addresses (body at most 1 MB): counts and a billing band, never identities. `low` is exactly what a batch of the list would bill now; `high` adds the never-checked wallets at the measured overall match rate, the ceiling for an async job. Free at any balance; rate weight 1 per address sent.",
+      "A dry run over 10 to the plan's `max_batch_size` distinct addresses (body at most 1 MiB, 1,048,576 bytes): counts and a billing band, never identities. `low` is exactly what a batch of the list would bill now; `high` adds the never-checked wallets at the measured overall match rate, the ceiling for an async job. Free at any balance; rate weight 1 per address sent.",
     auth: true,
     body: WalletListBody,
     success: { status: 200, description: "Counts and the billing band", schema: EstimateResponse },
@@ -93,7 +93,7 @@ export function estimateRoutes(deps: RouteDeps) {
 
   app.post("/estimate", async (c) => {
     // body checks first, as for batch: the rate weight is the body's address count
-    const list = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    const list = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
     const { data } = await estimateList(deps, requestMeterer(c, meterDeps(deps)), list);
     return c.json({ data, meta: { generated_at: deps.now().toISOString(), billable_predicate: BILLABLE_PREDICATE } });
   });

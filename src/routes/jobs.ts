@@ -17,7 +17,7 @@ import { meterDeps, type RouteDeps } from "./deps.ts";
 
 export const JOBS_ROUTE = "/v1/jobs";
 export const JOB_ROUTE = "/v1/jobs/{id}";
-/** 4.5 MB: about 100,000 addresses. */
+/** 4.5 MiB: about 100,000 addresses. */
 export const JOB_BODY_LIMIT = 4.5 * 1024 * 1024;
 export const PAGE_LIMIT = 1000;
 
@@ -29,7 +29,7 @@ export const jobsOpenapi: Operation[] = [
     tag: "Async jobs",
     summary: "Submit a list for background resolution",
     description:
-      "Any number of addresses (body at most 4.5 MB, about 100,000), deduplicated and lowercased; at most 10 times the available match credits. A job reads the index, then a cache of earlier live answers, then live sources, so it can find identities a batch reports as never seen. 10 addresses or fewer run inline and come back completed; more come back pending. One job per account may be pending or processing. Cost: nothing at submission; 1 match credit per address that resolves to twitter or farcaster, debited once at completion (failed jobs are free); rate weight 1 regardless of size.",
+      "Any number of addresses (body at most 4.5 MiB, 4,718,592 bytes: about 100,000 addresses), deduplicated and lowercased; at most 10 times the available match credits. A job reads the index, then a cache of earlier live answers, then live sources, so it can find identities a batch reports as never seen. 10 addresses or fewer run inline and come back completed; more come back pending. One job per account may be pending or processing. Cost: nothing at submission; 1 match credit per address that resolves to twitter or farcaster, debited once at completion (failed jobs are free); rate weight 1 regardless of size.",
     auth: true,
     body: WalletListBody,
     success: { status: 202, description: "The job, with the URL to poll", schema: JobSubmitResponse },
@@ -196,7 +196,7 @@ export function jobRoutes(deps: RouteDeps, jobs: JobRunDeps) {
   const app = new Hono();
 
   app.post("/jobs", async (c) => {
-    const list = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MB" });
+    const list = await readWalletList(c.req.raw, { maxBytes: JOB_BODY_LIMIT, label: "4.5 MiB" });
     const { data, submittedAt } = await submitJob(deps, jobs, requestMeterer(c, meterDeps(deps)), list);
     return c.json({ data, meta: { submitted_at: submittedAt.toISOString() } }, 202);
   });

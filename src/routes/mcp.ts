@@ -70,7 +70,7 @@ export const mcpOpenapi: Operation[] = [
       { status: 401, codes: ["-32001 (tools/call without a credential, or an invalid OAuth token)"] },
       { status: 403, codes: ["-32000 (Host or Origin not allowed)"] },
       { status: 405, codes: ["METHOD_NOT_ALLOWED (GET, DELETE)"] },
-      { status: 413, codes: ["-32600 (body over 1 MB)"] },
+      { status: 413, codes: ["-32600 (body over 1 MiB)"] },
       { status: 415, codes: ["-32000 (Content-Type is not application/json)"] },
       { status: 429, codes: ["-32000 (hourly limit of non-tool methods)"] },
       { status: 503, codes: ["-32000 (token service unavailable)", "SERVICE_UNAVAILABLE"] },
@@ -144,7 +144,7 @@ export function mcpRoutes(deps: McpRouteDeps) {
 
     let text: string;
     try {
-      text = new TextDecoder().decode(await readBodyLimited(req, ONE_MB, "1 MB"));
+      text = new TextDecoder().decode(await readBodyLimited(req, ONE_MB, "1 MiB"));
     } catch (err) {
       if (err instanceof ApiError) return rpcError(err.status, -32600, err.message, err.headers);
       throw err;

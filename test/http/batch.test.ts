@@ -68,7 +68,7 @@ eachDatabase("POST /batch", (get) => {
     }
   });
 
-  test("a body over 1 MB is 413 measured on bytes read, even without Content-Length", async () => {
+  test("a body over 1 MiB is 413 measured on bytes read, even without Content-Length", async () => {
     const chunk = Buffer.alloc(64 * 1024, 0x20);
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = httpRequest(`${suite.server.url}/api/v1/batch`, { method: "POST", headers: { "Transfer-Encoding": "chunked" } }, (res) => {
@@ -87,7 +87,7 @@ eachDatabase("POST /batch", (get) => {
     assert.match(parsed.error, /too large/);
   });
 
-  test("a body just under 1 MB is read and judged on its content", async () => {
+  test("a body just under 1 MiB is read and judged on its content", async () => {
     nextMinute();
     const padding = " ".repeat(1024 * 1024 - 200);
     const res = await batch(`{"wallets":["${W.full}"]}${padding}`);

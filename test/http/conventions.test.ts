@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import type { Db } from "../../src/db/types.ts";
 import { createApiKey } from "../../src/ledger/keys.ts";
 import { eachDatabase } from "../support/db.ts";
+import { failingDb } from "../support/failing-db.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
 import { address, assertErrorBody, batchInit, debitsOf, expectStatus, importIndex, rateWindowOf } from "../support/http.ts";
 
@@ -19,22 +19,6 @@ const UNKNOWN_PATHS = ["/", "/api/v1/nope", "/api/v2/wallet/" + UNKNOWN, "/api/v
 
 function allowOf(res: { headers: Headers }): string[] {
   return (res.headers.get("Allow") ?? "").split(",").map((m) => m.trim()).filter(Boolean).sort();
-}
-
-/** A Db whose query() fails with `failure()` while it returns an error; everything else passes through. */
-function failingDb(inner: Db, failure: () => Error | undefined): Db {
-  return {
-    driver: inner.driver,
-    async query(text, params) {
-      const err = failure();
-      if (err) throw err;
-      return await inner.query(text, params);
-    },
-    exec: (text) => inner.exec(text),
-    transaction: (fn) => inner.transaction(fn),
-    // the suite closes the real database itself
-    close: async () => {},
-  };
 }
 
 function sqlError(): Error {

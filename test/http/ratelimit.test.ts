@@ -77,7 +77,7 @@ eachDatabase("rate limits", (get) => {
     assertErrorBody(wrongKey, "UNAUTHORIZED");
     assertNoRateHeaders(wrongKey);
 
-    // over 1 MB, sent with a valid key: still refused before the key is looked at
+    // over 1 MiB, sent with a valid key: still refused before the key is looked at
     const huge = JSON.stringify({ wallets: Array.from({ length: 30_000 }, () => UNKNOWN) });
     assert.ok(huge.length > 1024 * 1024);
     const tooLarge = await expectStatus(

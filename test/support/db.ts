@@ -3,9 +3,17 @@
 import { after, before, describe } from "node:test";
 import postgres from "postgres";
 import { openDatabase } from "../../src/db/open.ts";
-import type { Db } from "../../src/db/types.ts";
+import type { Db, DbTimeouts } from "../../src/db/types.ts";
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/**
+ * The suites test behaviour, not the machine's speed: they run with long database timeouts, so
+ * a loaded machine (several suites at once on two cores) does not turn slow statements into
+ * 503s. The timeouts themselves are tested with short ones (test/db/timeouts.test.ts) and with
+ * the defaults in a real server (npm run test:faults).
+ */
+export const TEST_TIMEOUTS: DbTimeouts = { connectMs: 30_000, statementMs: 60_000, idleMs: 60_000 };
 
 export interface TestDatabase {
   db: Db;
@@ -33,11 +41,11 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 
 export async function openTestDatabase(kind: "pglite" | "postgres"): Promise<TestDatabase & { close(): Promise<void> }> {
   if (kind === "pglite") {
-    const db = await openDatabase({});
+    const db = await openDatabase({ timeouts: TEST_TIMEOUTS });
     return { db, close: () => db.close() };
   }
   const created = await createPostgresDatabase();
-  const db = await openDatabase({ databaseUrl: created.url, max: 4 });
+  const db = await openDatabase({ databaseUrl: created.url, max: 4, timeouts: TEST_TIMEOUTS });
   return {
     db,
     url: created.url,

@@ -1,0 +1,3 @@
+import { after } from "node:test";
+import "./timeouts.test.ts";
+after(() => { const t = setInterval(() => { console.error("ACTIVE", JSON.stringify(process.getActiveResourcesInfo())); }, 10000); t.unref(); });

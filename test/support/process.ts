@@ -1,0 +1,65 @@
+// A server started as a real process (npm start, deno, bun, tsx src/main.ts), in its own process
+// group, waited for until it prints its "listening" line.
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { freePort } from "./ports.ts";
+
+export const ROOT = join(import.meta.dirname, "..", "..");
+export const BIN = join(ROOT, "node_modules", ".bin");
+
+export interface Running {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  output: () => string;
+  /** Resolves with the exit code (or signal) when the process ends. */
+  exited: Promise<number | string | null>;
+  stop: () => Promise<void>;
+}
+
+/** Starts `command` in its own process group on a free port and waits for "walletid listening on". */
+export async function startProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string; port?: number } = {},
+): Promise<Running> {
+  const port = options.port ?? (await freePort());
+  const child: ChildProcess = spawn(command, args, {
+    cwd: options.cwd ?? ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+  });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<number | string | null>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  const deadline = Date.now() + 60_000;
+  while (!output.includes("walletid listening on")) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`${command} ${args.join(" ")} did not start: ${output.slice(-3000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url: `http://127.0.0.1:${port}`, port, child, output: () => output, exited, stop };
+}
