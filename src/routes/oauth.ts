@@ -5,7 +5,8 @@
 import { Hono, type Context } from "hono";
 import { sql } from "../db/queries.ts";
 import { readBodyLimited } from "../http/body.ts";
-import { ApiError, isUnavailable } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
+import { isDatabaseUnavailable } from "../db/errors.ts";
 import { registerClient } from "../oauth/clients.ts";
 import { REGISTRATIONS_PER_HOUR, SCOPE, type OAuthDeps } from "../oauth/deps.ts";
 import { disconnect, exchangeCode, listConnections, refreshTokens, revokeToken, type GrantResult } from "../oauth/grants.ts";
@@ -149,7 +150,7 @@ export function oauthRoutes(deps: OAuthDeps) {
         return grantResponse(c, await deadline(refreshTokens(deps, { refreshToken, clientId }), TOKEN_DEADLINE_MS));
       }
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      if (!isDatabaseUnavailable(err)) throw err;
       deps.log(`oauth: token endpoint unavailable: ${(err as Error).message}`);
       return oauthError(c, 503, "temporarily_unavailable", "The token service is briefly unavailable: retry shortly with the same request", {}, { "Retry-After": "5" });
     }
