@@ -178,6 +178,9 @@ export async function meterKey(
     pause = Math.min(250, pause * 1.5);
   }
   const row = rows[0];
+  // meter_call always answers one row; none was seen once under a pg_terminate_backend storm (an
+  // answer cut short): the database is unavailable, not the request at fault
+  if (!row) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
   if (row.outcome === "unauthorized") throw UNAUTHORIZED();
 
   const resets = windowsAt(now);
