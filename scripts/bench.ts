@@ -4,11 +4,14 @@
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
 //                    [--reverse-clients 8] [--case all|lookup|reverse|mcp|job|purchase] [--job-size 100000]
-//                    [--purchase-clients 8]
+//                    [--purchase-clients 8] [--before-entry PATH]
 //
 // --case job runs only the async job case (scripts/bench-job.ts), --case mcp only the MCP case
 // (scripts/bench-mcp.ts), --case purchase only the x402 purchase case (scripts/bench-purchase.ts);
 // the default runs everything.
+// --before-entry starts a second metered server from another checkout's entry (for example the
+// previous release's src/main.ts on the same database) and drives its metered cases in the same
+// rounds as this one's, so a change to metering is measured side by side under the same load.
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -48,6 +51,7 @@ interface Settings {
   reverseClients: number;
   case: "all" | "lookup" | "reverse" | "mcp" | "job" | "purchase";
   jobSize: number;
+  beforeEntry: string | undefined;
   purchaseClients: number;
 }
 
@@ -66,6 +70,7 @@ function readSettings(argv: string[]): Settings {
       "reverse-clients": { type: "string", default: "8" },
       case: { type: "string", default: "all" },
       "job-size": { type: "string", default: "100000" },
+      "before-entry": { type: "string" },
       "purchase-clients": { type: "string", default: "8" },
     },
   });
@@ -86,6 +91,7 @@ function readSettings(argv: string[]): Settings {
     reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
     case: (["all", "lookup", "reverse", "mcp", "job", "purchase"] as const).find((c) => c === values.case) ?? failCase(values.case),
     jobSize: whole("job-size", values["job-size"], 20),
+    beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
   };
 }
@@ -255,7 +261,7 @@ async function startServer(
 
 // ---- load ---------------------------------------------------------------------------------
 
-type CaseId = "baseline" | "metered" | "batch";
+type CaseId = "baseline" | "metered" | "batch" | "metered-before" | "batch-before";
 
 interface BenchCase {
   id: CaseId;
@@ -283,28 +289,21 @@ function randomWallet(wallets: number): string {
     : `0x${randomBytes(20).toString("hex")}`;
 }
 
-function benchCases(servers: { real: string; baseline: string }, apiKey: string, wallets: number): BenchCase[] {
+function benchCases(servers: { real: string; baseline: string; before?: string }, apiKey: string, wallets: number): BenchCase[] {
   const auth = { Authorization: `Bearer ${apiKey}` };
   const single = (req: autocannon.Request) => ({ ...req, path: `/api/v1/wallet/${randomWallet(wallets)}` });
-  return [
+  const metered = (url: string, suffix: string): BenchCase[] => [
     {
-      id: "baseline",
-      label: "baseline GET /wallet (no auth, no metering)",
-      url: servers.baseline,
-      request: { method: "GET", setupRequest: single },
-      walletsPerRequest: 1,
-    },
-    {
-      id: "metered",
-      label: "metered GET /wallet",
-      url: servers.real,
+      id: `metered${suffix}` as CaseId,
+      label: `metered GET /wallet${suffix ? ` (${suffix.slice(1)})` : ""}`,
+      url,
       request: { method: "GET", headers: auth, setupRequest: single },
       walletsPerRequest: 1,
     },
     {
-      id: "batch",
-      label: `metered POST /batch (${BATCH_SIZE} wallets)`,
-      url: servers.real,
+      id: `batch${suffix}` as CaseId,
+      label: `metered POST /batch (${BATCH_SIZE} wallets)${suffix ? ` (${suffix.slice(1)})` : ""}`,
+      url,
       request: {
         method: "POST",
         path: "/api/v1/batch",
@@ -316,6 +315,17 @@ function benchCases(servers: { real: string; baseline: string }, apiKey: string,
       },
       walletsPerRequest: BATCH_SIZE,
     },
+  ];
+  return [
+    {
+      id: "baseline",
+      label: "baseline GET /wallet (no auth, no metering)",
+      url: servers.baseline,
+      request: { method: "GET", setupRequest: single },
+      walletsPerRequest: 1,
+    },
+    ...metered(servers.real, ""),
+    ...(servers.before ? metered(servers.before, "-before") : []),
   ];
 }
 
@@ -541,16 +551,17 @@ async function main(): Promise<number> {
     const started = await Promise.allSettled([
       startServer("real", settings.serverEntry, env, { retryForMs, log }),
       startServer("baseline", "scripts/bench-baseline.ts", env, { retryForMs, log }),
+      ...(settings.beforeEntry ? [startServer("before", settings.beforeEntry, env, { retryForMs, log })] : []),
     ]);
     for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
     for (const s of started) if (s.status === "rejected") throw s.reason;
-    const [real, baseline] = servers;
+    const [real, baseline, before] = servers;
 
     const problems = await checkSameAnswers(real.url, baseline.url, apiKey, settings.wallets);
     if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
     for (const p of problems) log(`WARNING: ${p}`);
 
-    const cases = benchCases({ real: real.url, baseline: baseline.url }, apiKey, settings.wallets);
+    const cases = benchCases({ real: real.url, baseline: baseline.url, before: before?.url }, apiKey, settings.wallets);
     const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
     log(
       `Driving ${settings.connections} connections: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} rounds of ` +
@@ -585,6 +596,10 @@ async function main(): Promise<number> {
     printTable(reports);
     console.log("");
     console.log(`metered single / baseline single: ${ratio.toFixed(2)} (target >= ${RATIO_TARGET})${ratio < RATIO_TARGET ? "  BELOW TARGET" : ""}`);
+    for (const id of ["metered", "batch"] as const) {
+      const earlier = byId[`${id}-before`];
+      if (earlier) console.log(`${byId[id].label} / the same before: ${(byId[id].rps / earlier.rps).toFixed(2)} (median req/s ${byId[id].rps.toFixed(0)} vs ${earlier.rps.toFixed(0)})`);
+    }
     console.log(
       `metering over the whole run: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
         `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,

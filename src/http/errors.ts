@@ -45,11 +45,22 @@ export function renderError(err: unknown, c: Context, log: (line: string) => voi
   return c.json(errorBody("INTERNAL_ERROR", `Internal error (request ${requestId})`), 500);
 }
 
-/** INVALID_ADDRESS naming up to five of the malformed entries. */
-export function invalidAddress(bad: unknown[]): ApiError {
-  const shown = bad.slice(0, 5).map((v) => (typeof v === "string" ? JSON.stringify(v.slice(0, 60)) : JSON.stringify(v) ?? String(v)));
-  const more = bad.length > 5 ? ` and ${bad.length - 5} more` : "";
-  const subject = bad.length === 1 ? "Invalid address" : "Invalid addresses";
+/**
+ * A short preview of a rejected entry: strings cut to 60 characters, containers named by their
+ * kind only, so that no entry, however deep or long, makes the message large or recursive.
+ */
+function previewEntry(entry: unknown): string {
+  if (typeof entry === "string") return JSON.stringify(entry.slice(0, 60));
+  if (Array.isArray(entry)) return entry.length === 0 ? "[]" : "[...]";
+  if (entry !== null && typeof entry === "object") return Object.keys(entry).length === 0 ? "{}" : "{...}";
+  return String(entry);
+}
+
+/** INVALID_ADDRESS naming up to five of the malformed entries, of `total` (default: those given). */
+export function invalidAddress(bad: unknown[], total = bad.length): ApiError {
+  const shown = bad.slice(0, 5).map(previewEntry);
+  const more = total > shown.length ? ` and ${total - shown.length} more` : "";
+  const subject = total === 1 ? "Invalid address" : "Invalid addresses";
   return new ApiError(
     400,
     "INVALID_ADDRESS",

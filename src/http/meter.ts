@@ -32,6 +32,8 @@ export interface Metered {
   wallets: number;
   route: string;
   replay?: { requestHash: string; status: number; body: string };
+  /** The Idempotency-Key claim this call holds: store the response under it, or release it. */
+  claim?: { idempotencyKey: string; token: string };
   /** Identity rows of the addresses asked for with `lookup`, read in the same round trip. */
   identities: IdentityRow[];
 }
@@ -46,7 +48,8 @@ export interface MeterOptions {
   /** Deduplicated addresses to bill for x_or_farcaster matches. */
   billWallets?: string[];
   callKey?: string;
-  idempotencyKey?: string;
+  /** The Idempotency-Key and the hash of the request's canonical form. */
+  idempotency?: { key: string; requestHash: string };
   wallets?: number;
   /** Addresses whose identity rows to read when the call is let through. */
   lookup?: string[];
@@ -59,7 +62,7 @@ export interface MeterDeps {
 }
 
 type MeterRow = {
-  outcome: "unauthorized" | "replay" | "batch_too_large" | "rate_limited" | "no_credits" | "ok";
+  outcome: "unauthorized" | "replay" | "in_flight" | "batch_too_large" | "rate_limited" | "no_credits" | "ok";
   key_id: string;
   account_id: string;
   account_bound: boolean;
@@ -112,6 +115,14 @@ export function windowsAt(now: Date): { minute: Date; day: Date; month: Date } {
   return { minute, day, month };
 }
 
+/**
+ * How long an Idempotency-Key claim holds without an answer: a request that died holding it
+ * (its process killed) blocks the key this long, then the next request with the key runs.
+ */
+export const IDEMPOTENCY_CLAIM_SECONDS = 15;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
   const credential = credentialOf(c.req.raw);
   if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED();
@@ -128,19 +139,44 @@ export async function meterKey(
   options: MeterOptions,
   onMetered: (m: Metered) => void,
 ): Promise<Metered> {
-  const now = deps.now();
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
-  const rows = await deps.db.query<MeterRow>(sql("meter_call"), [
-    digest,
-    now,
-    options.weight,
-    options.needsCredits,
-    options.listSize ?? null,
-    options.callKey ?? (bill ? `call:${crypto.randomUUID()}` : null),
-    bill,
-    options.idempotencyKey ?? null,
-    options.lookup && options.lookup.length > 0 ? options.lookup : null,
-  ]);
+  const claimToken = options.idempotency ? crypto.randomUUID() : null;
+  const callKey = options.callKey ?? (bill ? `call:${crypto.randomUUID()}` : null);
+
+  // While another request holds the Idempotency-Key, ask again until it answers (then this one
+  // replays it or is refused as another body) or its claim expires (then this one runs).
+  const giveUpAt = performance.now() + (IDEMPOTENCY_CLAIM_SECONDS + 5) * 1000;
+  let pause = 20;
+  let now: Date;
+  let rows: MeterRow[];
+  for (;;) {
+    now = deps.now();
+    rows = await deps.db.query<MeterRow>(sql("meter_call"), [
+      digest,
+      now,
+      options.weight,
+      options.needsCredits,
+      options.listSize ?? null,
+      callKey,
+      bill,
+      options.idempotency?.key ?? null,
+      options.idempotency?.requestHash ?? null,
+      claimToken,
+      IDEMPOTENCY_CLAIM_SECONDS,
+      options.lookup && options.lookup.length > 0 ? options.lookup : null,
+    ]);
+    if (rows[0].outcome !== "in_flight") break;
+    if (performance.now() > giveUpAt) {
+      throw new ApiError(
+        409,
+        "IDEMPOTENCY_KEY_REUSED",
+        "Idempotency-Key is in use by a request still in progress: retry once it has been answered",
+        { "Retry-After": "1" },
+      );
+    }
+    await sleep(pause);
+    pause = Math.min(250, pause * 1.5);
+  }
   const row = rows[0];
   if (row.outcome === "unauthorized") throw UNAUTHORIZED();
 
@@ -170,6 +206,9 @@ export async function meterKey(
     case "replay":
       metered.replay = { requestHash: row.idem_request_hash!, status: row.idem_status!, body: row.idem_body! };
       return metered;
+    case "ok":
+      if (options.idempotency && claimToken) metered.claim = { idempotencyKey: options.idempotency.key, token: claimToken };
+      return metered;
     case "batch_too_large":
       throw new ApiError(
         400,
@@ -193,6 +232,29 @@ export async function meterKey(
     default:
       return metered;
   }
+}
+
+/** Stores the response of a call holding an Idempotency-Key claim: later calls replay it. */
+export async function storeIdempotentResponse(
+  deps: MeterDeps,
+  metered: Metered,
+  response: { status: number; body: string },
+): Promise<void> {
+  if (!metered.claim) return;
+  await deps.db.query(sql("idempotent_responses_complete"), [
+    metered.accountId,
+    metered.claim.idempotencyKey,
+    metered.claim.token,
+    response.status,
+    response.body,
+    deps.now(),
+  ]);
+}
+
+/** Gives back the claim of a call that failed after metering; a failure to do so is only logged by the caller. */
+export async function releaseIdempotencyClaim(deps: MeterDeps, metered: Metered): Promise<void> {
+  if (!metered.claim) return;
+  await deps.db.query(sql("idempotent_responses_release"), [metered.accountId, metered.claim.idempotencyKey, metered.claim.token]);
 }
 
 /** How a domain function meters its caller: a REST request, or an MCP caller (src/mcp/). */

@@ -63,7 +63,7 @@ export const IdempotencyKey = v.pipe(
   v.string(),
   v.regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1 to 255 visible ASCII characters"),
   v.description(
-    "Optional. 1 to 255 visible ASCII characters, kept 24 hours per account: a retry with the same key and body replays the stored response unbilled; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED",
+    "Optional. 1 to 255 visible ASCII characters, kept 24 hours per account: a retry with the same key and body (compared as canonical JSON: whitespace and key order do not matter) replays the stored response unbilled; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED. While a request with the key is still running, another waits for its answer and then replays it or is refused; it never runs",
   ),
 );
 

@@ -39,6 +39,8 @@ export interface ClaimedJob {
   processed: number;
   stageStats: StageStats;
   attempts: number;
+  /** This claim and those before it since the checkpoint last moved. */
+  stalledAttempts: number;
   /** Who holds the lease: a worker, or the request running a small job inline. */
   owner: string;
 }

@@ -4,7 +4,10 @@
 import { sql } from "../db/queries.ts";
 import { runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
 
-/** A job claimed this many times without finishing is failed rather than retried forever. */
+/**
+ * A job whose attempts made no progress this many times in a row (the checkpoint never moved)
+ * is failed rather than retried forever; attempts that checkpoint do not count.
+ */
 export const MAX_ATTEMPTS = 5;
 
 export interface Worker {
@@ -24,6 +27,7 @@ type ClaimRow = {
   processed: number;
   stage_stats: StageStats;
   attempts: number;
+  stalled_attempts: number;
 };
 
 export async function claimJob(deps: JobRunDeps, owner: string): Promise<ClaimedJob | null> {
@@ -36,6 +40,7 @@ export async function claimJob(deps: JobRunDeps, owner: string): Promise<Claimed
     processed: row.processed,
     stageStats: row.stage_stats,
     attempts: row.attempts,
+    stalledAttempts: row.stalled_attempts,
     owner,
   };
 }
@@ -50,9 +55,14 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
   async function runOnce() {
     const job = await claimJob(deps, owner);
     if (!job) return null;
-    if (job.attempts > MAX_ATTEMPTS) {
-      deps.log(`job ${job.id}: claimed ${job.attempts} times without finishing; failing it`);
-      await deps.db.query(sql("jobs_fail"), [job.id, owner, `gave up after ${MAX_ATTEMPTS} attempts`, deps.now()]);
+    if (job.stalledAttempts > MAX_ATTEMPTS) {
+      deps.log(`job ${job.id}: ${MAX_ATTEMPTS} attempts made no progress at ${job.processed}/${job.total}; failing it`);
+      await deps.db.query(sql("jobs_fail"), [
+        job.id,
+        owner,
+        `gave up after ${MAX_ATTEMPTS} attempts without progress at ${job.processed}/${job.total}`,
+        deps.now(),
+      ]);
       return { jobId: job.id, outcome: "failed" as const };
     }
     if (job.processed > 0) deps.log(`job ${job.id}: resuming at ${job.processed}/${job.total} (attempt ${job.attempts})`);

@@ -274,7 +274,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     ({ wallets }) =>
       run(async (meterer) => {
-        const { unique, invalid } = normalizeAddressList(wallets);
+        const { unique, invalid, invalidCount } = normalizeAddressList(wallets);
         let views;
         let metered: Metered;
         if (unique.length === 1 && invalid.length === 0) {
@@ -283,7 +283,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
           views = new Map(one.view ? [[one.address, one.view]] : []);
           metered = one.metered;
         } else {
-          ({ views, metered } = await lookupBatch(routes, meterer, { entries: wallets, unique, invalid }));
+          ({ views, metered } = await lookupBatch(routes, meterer, { entries: wallets, unique, invalid, invalidCount }));
         }
         const records = unique.map((address) => trimmedRecord(address, views.get(address)));
         return {

@@ -4,10 +4,9 @@ import { Hono } from "hono";
 import * as v from "valibot";
 import { buildViews, type WalletView } from "../index/records.ts";
 import { sha256Hex } from "../ledger/keys.ts";
-import { sql } from "../db/queries.ts";
-import { ONE_MB, readWalletList } from "../http/body.ts";
+import { canonicalJson, ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
+import { refusal, releaseIdempotencyClaim, requestMeterer, storeIdempotentResponse, type Metered, type Meterer } from "../http/meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
@@ -44,10 +43,10 @@ export const batchOpenapi: Operation[] = [
 export async function lookupBatch(
   deps: RouteDeps,
   meterer: Meterer,
-  list: { entries: unknown[]; unique: string[]; invalid: unknown[] },
-  idempotencyKey?: string,
+  list: { entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number },
+  idempotency?: { key: string; requestHash: string },
 ): Promise<{ metered: Metered; views: Map<string, WalletView> }> {
-  if (list.invalid.length > 0) throw await refusal(meterer, BATCH_ROUTE, invalidAddress(list.invalid));
+  if (list.invalid.length > 0) throw await refusal(meterer, BATCH_ROUTE, invalidAddress(list.invalid, list.invalidCount));
   const metered = await meterer.meter({
     route: BATCH_ROUTE,
     weight: list.entries.length,
@@ -56,8 +55,8 @@ export async function lookupBatch(
     billWallets: list.unique,
     wallets: list.entries.length,
     // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
-    callKey: idempotencyKey ? `batch-idem:${idempotencyKey}` : undefined,
-    idempotencyKey,
+    callKey: idempotency ? `batch-idem:${idempotency.key}` : undefined,
+    idempotency,
     lookup: list.unique,
   });
   const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
@@ -68,14 +67,20 @@ export function batchRoutes(deps: RouteDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
-    const { body, entries, unique, invalid } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
+    const { document, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MB" });
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
 
-    const { metered, views } = await lookupBatch(deps, requestMeterer(c, meterDeps(deps)), { entries, unique, invalid }, idempotencyKey);
-    const requestHash = idempotencyKey ? await sha256Hex(new TextDecoder().decode(body)) : undefined;
+    // the same JSON with other whitespace or key order is the same request
+    const requestHash = idempotencyKey ? await sha256Hex(canonicalJson(document)) : undefined;
+    const { metered, views } = await lookupBatch(
+      deps,
+      requestMeterer(c, meterDeps(deps)),
+      { entries, unique, invalid, invalidCount },
+      idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
+    );
 
     if (metered.replay) {
       if (metered.replay.requestHash !== requestHash) {
@@ -90,27 +95,24 @@ export function batchRoutes(deps: RouteDeps) {
       return c.body(metered.replay.body, metered.replay.status as 200, { "Content-Type": "application/json" });
     }
 
-    const data = unique.map((address) => {
-      const view = views.get(address);
-      return view && view.found ? batchRowJson(view) : null;
-    });
-    const found = data.filter((row) => row !== null).length;
-    // matched is what meter_call counted and debited with the same x_or_farcaster predicate
-    const payload = JSON.stringify({
-      data,
-      meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
-    });
-    if (idempotencyKey) {
-      await deps.db.query(sql("idempotent_responses_insert"), [
-        metered.accountId,
-        idempotencyKey,
-        requestHash,
-        200,
-        payload,
-        deps.now(),
-      ]);
+    try {
+      const data = unique.map((address) => {
+        const view = views.get(address);
+        return view && view.found ? batchRowJson(view) : null;
+      });
+      const found = data.filter((row) => row !== null).length;
+      // matched is what meter_call counted and debited with the same x_or_farcaster predicate
+      const payload = JSON.stringify({
+        data,
+        meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
+      });
+      await storeIdempotentResponse(meterDeps(deps), metered, { status: 200, body: payload });
+      return c.body(payload, 200, { "Content-Type": "application/json" });
+    } catch (err) {
+      // the next request with the key runs now rather than after the claim expires
+      await releaseIdempotencyClaim(meterDeps(deps), metered).catch((e) => deps.log(`Cannot release an Idempotency-Key claim: ${String(e)}`));
+      throw err;
     }
-    return c.body(payload, 200, { "Content-Type": "application/json" });
   });
 
   return app;

@@ -37,10 +37,10 @@ export const estimateOpenapi: Operation[] = [
 export async function estimateList(
   deps: RouteDeps,
   meterer: Meterer,
-  list: { entries: unknown[]; unique: string[]; invalid: unknown[] },
+  list: { entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number },
 ) {
-  const { entries, unique, invalid } = list;
-  if (invalid.length > 0) throw await refusal(meterer, ESTIMATE_ROUTE, invalidAddress(invalid));
+  const { entries, unique, invalid, invalidCount } = list;
+  if (invalid.length > 0) throw await refusal(meterer, ESTIMATE_ROUTE, invalidAddress(invalid, invalidCount));
   if (unique.length < ESTIMATE_MIN_ADDRESSES) {
     const tooSmall = new ApiError(
       400,

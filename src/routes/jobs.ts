@@ -90,11 +90,11 @@ export async function submitJob(
   deps: RouteDeps,
   jobs: JobRunDeps,
   meterer: Meterer,
-  list: { unique: string[]; invalid: unknown[] },
+  list: { unique: string[]; invalid: unknown[]; invalidCount: number },
 ) {
-  const { unique, invalid } = list;
+  const { unique, invalid, invalidCount } = list;
   // authenticated (and the balance read) before anything is counted: refusals cost nothing
-  if (invalid.length > 0) throw await refusal(meterer, JOBS_ROUTE, invalidAddress(invalid));
+  if (invalid.length > 0) throw await refusal(meterer, JOBS_ROUTE, invalidAddress(invalid, invalidCount));
   const checked = await meterer.meter({ route: JOBS_ROUTE, weight: 0, needsCredits: true, wallets: unique.length });
   if (!checked.unmetered && checked.available !== null && unique.length > 10 * checked.available) {
     const max = 10 * checked.available;
@@ -122,6 +122,7 @@ export async function submitJob(
       processed: 0,
       stageStats: {},
       attempts: 1,
+      stalledAttempts: 1,
       owner: inline.owner,
     });
     if (outcome === "completed" || outcome === "failed") status = outcome;

@@ -139,7 +139,7 @@ eachDatabase("POST /batch", (get) => {
     assert.equal(second.headers.get("idempotent-replayed"), "true");
     assert.equal((await debited()) - before, 2);
     const rows = await get().db.query<{ n: number }>(
-      "SELECT count(*)::integer AS n FROM debits WHERE account_id = $1 AND call_key = 'batch-idem:order-42'",
+      "SELECT count(*)::integer AS n FROM debits WHERE account_id = $1 AND call_key LIKE 'batch-idem:order-42@%'",
       [suite.accountId],
     );
     assert.equal(rows[0].n, 1);

@@ -94,7 +94,38 @@ eachDatabase("job leases and resume", (get) => {
     assert.equal(await runJob(bench.runDeps, claims.find((c) => c !== null)!), "completed");
   });
 
-  test("a job claimed again and again without finishing is failed, not retried forever", async () => {
+  test("a job whose workers die after every checkpoint keeps going past five claims and completes, billed once", async () => {
+    const { db } = get();
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 20 }], now: clock.now() });
+    const wallets = Array.from({ length: 200 }, (_, i) => liveFarcaster(2300 + i));
+    const id = (await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id;
+    const processed = async () => (await db.query<{ processed: number }>("SELECT processed FROM jobs WHERE id = $1", [id]))[0].processed;
+    // workers each run until the checkpoint moves, then stop holding the lease, as if killed
+    bench.neynar.behave({ delayMs: 150 });
+    let claims = 0;
+    try {
+      for (let at = 0; at < 200 && claims < 40; at = await processed()) {
+        claims++;
+        const worker = createWorker({ ...bench.runDeps, owner: `mortal-${claims}` });
+        let finished = false;
+        const running = worker.runOnce().finally(() => (finished = true));
+        while (!finished && (await processed()) === at) await new Promise((r) => setTimeout(r, 5));
+        await worker.stop();
+        const ran = await running;
+        assert.equal(ran?.jobId, id);
+        assert.notEqual(ran?.outcome, "failed", `claim ${claims} at ${at}/200`);
+        clock.advance(61_000);
+      }
+    } finally {
+      bench.neynar.behave({});
+    }
+    assert.ok(claims >= 7, `claimed ${claims} times`);
+    const done = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(done.body.data.status, "completed");
+    assert.deepEqual((await debitsOf(db, customer.accountId)).map((d) => [d.call_key, d.matches]), [[`job:${id}`, 200]]);
+  });
+
+  test("a job claimed again and again without progress is failed, not retried forever, nothing billed", async () => {
     const { db } = get();
     const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
     const sub = await expectStatus(
@@ -102,9 +133,15 @@ eachDatabase("job leases and resume", (get) => {
       202,
     );
     const id = sub.body.data.job_id;
-    // five workers each claim it and die (their leases run out)
+    // one worker makes progress and dies; then five each claim it and die at the same position
+    const first = await claimJob(bench.runDeps, "doomed-0");
+    let checks = 0;
+    assert.equal(await runJob(bench.runDeps, first!, { shouldStop: () => ++checks > 1 }), "stopped");
+    clock.advance(61_000);
     for (let attempt = 1; attempt <= 5; attempt++) {
-      assert.equal((await claimJob(bench.runDeps, `doomed-${attempt}`))?.attempts, attempt);
+      const job = await claimJob(bench.runDeps, `doomed-${attempt}`);
+      assert.equal(job?.processed, 10);
+      assert.equal(job?.stalledAttempts, attempt);
       clock.advance(61_000);
     }
     const worker = createWorker({ ...bench.runDeps, owner: "sixth" });

@@ -1,6 +1,7 @@
 // `npm run worker` as real processes on PostgreSQL: one is killed (SIGKILL) in the middle of a
 // job, another takes the job over when the lease expires, resumes from the checkpoint, and the
-// account is debited exactly once.
+// account is debited exactly once; a job whose workers are killed ten times, each after some
+// progress, still completes.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, test } from "node:test";
@@ -87,4 +88,50 @@ test("a worker killed mid-job is resumed by another from its checkpoint, billed 
   const [job] = await db.query<{ matched: number }>("SELECT matched FROM jobs WHERE id = $1", [created.jobId]);
   assert.equal(job.matched, 600);
   assert.equal((await readCredits(db, customer.accountId, new Date())).available, 1200 - 600);
+});
+
+test("a 5,000-address job whose worker is killed 10 times, each after a checkpoint, completes billed once [postgres]", { timeout: 300_000 }, async () => {
+  const { db, url } = database;
+  const now = new Date();
+  const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 500 }], now });
+  const wallets = Array.from({ length: 5000 }, (_, i) => liveFarcaster(20_000 + i));
+  const created = await createJob(db, { accountId: customer.accountId, keyId: customer.keyId, wallets, now });
+  assert.ok(created.ok);
+  const env = { DATABASE_URL: url!, NEYNAR_API_URL: neynar.url, JOB_CHUNK_SIZE: "100", JOB_LEASE_SECONDS: "1", LOG_LEVEL: "info" };
+  const progress = async () =>
+    (await db.query<{ status: string; processed: number; attempts: number }>("SELECT status, processed, attempts FROM jobs WHERE id = $1", [created.jobId]))[0];
+
+  const deadline = Date.now() + 240_000;
+  let seen = 0;
+  for (let kill = 1; kill <= 10; kill++) {
+    const worker = startWorkerProcess(env);
+    // killed as soon as it has moved the checkpoint
+    while ((await progress()).processed <= seen) {
+      assert.ok(Date.now() < deadline, `kill ${kill}: no progress past ${seen}: ${worker.output()}`);
+      assert.notEqual((await progress()).status, "failed", `kill ${kill}: the job was failed: ${worker.output()}`);
+      await sleep(10);
+    }
+    worker.child.kill("SIGKILL");
+    await worker.exited;
+    const at = await progress();
+    assert.equal(at.status, "processing", `kill ${kill}: ${JSON.stringify(at)}`);
+    seen = at.processed;
+  }
+  assert.ok((await progress()).attempts >= 10);
+
+  const last = startWorkerProcess(env);
+  try {
+    while ((await progress()).status === "processing") {
+      assert.ok(Date.now() < deadline, `not finished: ${last.output()}`);
+      await sleep(50);
+    }
+  } finally {
+    last.child.kill("SIGTERM");
+    await last.exited;
+  }
+  const final = await progress();
+  assert.equal(final.status, "completed", last.output());
+  assert.ok(final.attempts >= 11);
+  const debits = await debitsOf(db, customer.accountId);
+  assert.deepEqual(debits.map((d) => [d.call_key, d.matches]), [[`job:${created.jobId}`, 5000]]);
 });

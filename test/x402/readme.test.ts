@@ -24,7 +24,7 @@ function section(): { sh: string; ts: string } {
 function started(child: ChildProcess, pattern: RegExp, what: string): Promise<string> {
   let output = "";
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${output}`)), 90_000);
+    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${output}`)), 240_000);
     const look = (d: Buffer) => {
       output += d;
       if (pattern.test(output)) {
@@ -45,7 +45,7 @@ function stop(child: ChildProcess): Promise<unknown> {
   return exited;
 }
 
-test("the README purchase walk-through works against `npm run facilitator` and a fresh `npm start`", { timeout: 180_000 }, async () => {
+test("the README purchase walk-through works against `npm run facilitator` and a fresh `npm start`", { timeout: 400_000 }, async () => {
   const { sh, ts } = section();
   // the commands the README gives, with their variables
   const payTo = /X402_PAY_TO=(0x[0-9a-fA-F]{40})/.exec(sh)?.[1];
