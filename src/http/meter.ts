@@ -165,6 +165,9 @@ export async function meterKey(
       IDEMPOTENCY_CLAIM_SECONDS,
       options.lookup && options.lookup.length > 0 ? options.lookup : null,
     ]);
+    // meter_call always answers one row; none was seen under a pg_terminate_backend storm (an
+    // answer cut short): the database is unavailable, not the request at fault
+    if (!rows[0]) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
     if (rows[0].outcome !== "in_flight") break;
     if (performance.now() > giveUpAt) {
       throw new ApiError(
@@ -178,9 +181,6 @@ export async function meterKey(
     pause = Math.min(250, pause * 1.5);
   }
   const row = rows[0];
-  // meter_call always answers one row; none was seen once under a pg_terminate_backend storm (an
-  // answer cut short): the database is unavailable, not the request at fault
-  if (!row) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
   if (row.outcome === "unauthorized") throw UNAUTHORIZED();
 
   const resets = windowsAt(now);
