@@ -58,29 +58,56 @@ export interface App {
   routes: Array<{ method: string; path: string }>;
 }
 
-// Known paths and their methods, so a wrong method answers 405 rather than 404.
-export const ROUTES: Array<{ pattern: RegExp; methods: string[] }> = [
+// Known paths and their methods, so a wrong method answers 405 rather than 404. `head`: a public
+// document that HEAD serves like GET without a body; everywhere else HEAD is 405, so it never
+// reaches metering (a HEAD of a metered path would otherwise run its GET and bill it).
+export const ROUTES: Array<{ pattern: RegExp; methods: string[]; head?: true }> = [
   { pattern: /^\/api\/v1\/wallet\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/batch$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/estimate$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/reverse\/(twitter|farcaster)\/[^/]+$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/stats$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/usage$/, methods: ["GET"] },
-  { pattern: /^\/api\/v1\/openapi\.json$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/openapi\.json$/, methods: ["GET"], head: true },
   { pattern: /^\/api\/v1\/jobs$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
-  { pattern: /^\/healthz$/, methods: ["GET"] },
-  { pattern: /^\/docs$/, methods: ["GET"] },
+  { pattern: /^\/healthz$/, methods: ["GET"], head: true },
+  { pattern: /^\/docs$/, methods: ["GET"], head: true },
   { pattern: /^\/api\/v1\/connections$/, methods: ["GET"] },
   { pattern: /^\/api\/v1\/connections\/[^/]+$/, methods: ["DELETE"] },
-  { pattern: /^\/\.well-known\/oauth-protected-resource(\/mcp)?$/, methods: ["GET"] },
-  { pattern: /^\/\.well-known\/oauth-authorization-server$/, methods: ["GET"] },
+  { pattern: /^\/\.well-known\/oauth-protected-resource(\/mcp)?$/, methods: ["GET"], head: true },
+  { pattern: /^\/\.well-known\/oauth-authorization-server$/, methods: ["GET"], head: true },
   { pattern: /^\/api\/oauth\/(register|token|revoke)$/, methods: ["POST"] },
   { pattern: /^\/api\/oauth\/authorize$/, methods: ["GET", "POST"] },
   { pattern: /^\/mcp$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
 ];
+
+/** The Allow header of a known route: its methods, HEAD where it serves one, and OPTIONS. */
+export function allowOf(route: { methods: string[]; head?: true }): string {
+  return [...route.methods, ...(route.head ? ["HEAD"] : []), "OPTIONS"].join(", ");
+}
+
+function methodNotAllowed(route: { methods: string[]; head?: true }, method: string): ApiError {
+  return new ApiError(405, "METHOD_NOT_ALLOWED", `Method ${method} is not allowed here: use ${route.methods.join(", ")}`, {
+    Allow: allowOf(route),
+  });
+}
+
+/**
+ * HEAD before any route runs: a public document answers like GET without a body (hono runs the
+ * GET handler and drops the body); every other path is 405, free, so HEAD never meters or bills.
+ */
+export function headRequests(log: (line: string) => void): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method !== "HEAD") return await next();
+    const known = ROUTES.find((r) => r.pattern.test(c.req.path));
+    if (known?.head) return await next();
+    if (known) return renderError(methodNotAllowed(known, "HEAD"), c, log);
+    return renderError(new ApiError(404, "NOT_FOUND", `No such endpoint: HEAD ${c.req.path}`), c, log);
+  };
+}
 
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
@@ -131,6 +158,7 @@ export function createApp(deps: AppDeps): App {
   const app = new Hono();
 
   app.use(requestIdAndCors());
+  app.use(headRequests(log));
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
@@ -152,12 +180,7 @@ export function createApp(deps: AppDeps): App {
 
   app.notFound((c) => {
     const known = ROUTES.find((r) => r.pattern.test(c.req.path));
-    if (known) {
-      const err = new ApiError(405, "METHOD_NOT_ALLOWED", `Method ${c.req.method} is not allowed here: use ${known.methods.join(", ")}`, {
-        Allow: [...known.methods, "OPTIONS"].join(", "),
-      });
-      return renderError(err, c, log);
-    }
+    if (known) return renderError(methodNotAllowed(known, c.req.method), c, log);
     return renderError(new ApiError(404, "NOT_FOUND", `No such endpoint: ${c.req.method} ${c.req.path}`), c, log);
   });
 

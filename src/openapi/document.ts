@@ -117,12 +117,28 @@ function operationObject(op: Operation): Json {
   };
 }
 
+/** HEAD of a public document: the GET's status and headers, no body. */
+function headObject(op: Operation): Json {
+  const get = operationObject(op);
+  const success = (get.responses as Record<string, Json>)[String(op.success.status)];
+  return {
+    operationId: `${op.operationId}Head`,
+    tags: [op.tag],
+    summary: `${op.summary} (headers only)`,
+    description: "The GET's status and headers without a body; free, never metered.",
+    security: [],
+    ...(get.parameters ? { parameters: get.parameters } : {}),
+    responses: { [String(op.success.status)]: { description: success.description, ...(success.headers ? { headers: success.headers } : {}) } },
+  };
+}
+
 /** The OpenAPI 3.1.0 document of the given operations, served under `publicUrl`. */
 export function buildOpenApiDocument(operations: Operation[], options: { publicUrl: string }): Json {
   const paths: Record<string, Json> = {};
   for (const op of operations) {
     const item = (paths[op.path] ??= op.site ? { servers: [{ url: options.publicUrl, description: "{site_url}" }] } : {});
     item[op.method] = operationObject(op);
+    if (op.head) item.head = headObject(op);
   }
   return {
     openapi: "3.1.0",
@@ -131,7 +147,7 @@ export function buildOpenApiDocument(operations: Operation[], options: { publicU
       version: "1.0.0",
       summary: "Wallet identity resolution: wallet addresses to social identities, and back",
       description:
-        "Resolves blockchain wallet addresses (0x + 40 hex characters) to the social identities attached to them, says what evidence backs each record, and bills one match credit per wallet that resolves to twitter or farcaster. Success bodies are `{data, meta}`; errors are `{error, code}`. CORS is open and OPTIONS answers 204 on every path. Request bodies are limited in binary units, counted on the bytes read: 1 MiB (1,048,576 bytes) for batch and estimate, 4.5 MiB (4,718,592 bytes) for jobs. A request the HTTP parser refuses before it reaches the API (bad framing; headers and URL together over 16 KiB) is 400 `INVALID_REQUEST` or 431 `HEADERS_TOO_LARGE`. A database that is unavailable or does not answer within a few seconds gives 503 `SERVICE_UNAVAILABLE` with `Retry-After` on every endpoint.",
+        "Resolves blockchain wallet addresses (0x + 40 hex characters) to the social identities attached to them, says what evidence backs each record, and bills one match credit per wallet that resolves to twitter or farcaster. Success bodies are `{data, meta}`; errors are `{error, code}`. CORS is open and OPTIONS answers 204 on every path. Request bodies are limited in binary units, counted on the bytes read: 1 MiB (1,048,576 bytes) for batch and estimate, 4.5 MiB (4,718,592 bytes) for jobs. A request the HTTP parser refuses before it reaches the API (bad framing; headers and URL together over 16 KiB) is 400 `INVALID_REQUEST` or 431 `HEADERS_TOO_LARGE`. HEAD is served on the public documents (health, this document, `/docs` and the OAuth metadata) like GET without a body; on every other path it is 405 `METHOD_NOT_ALLOWED` with `Allow`, free, and never meters or bills. A database that is unavailable or does not answer within a few seconds gives 503 `SERVICE_UNAVAILABLE` with `Retry-After` on every endpoint.",
     },
     servers: [{ url: `${options.publicUrl}/api/v1`, description: "{base_url}" }],
     tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),

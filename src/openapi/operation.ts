@@ -16,6 +16,8 @@ export interface ErrorCase {
 
 export interface Operation {
   method: "get" | "post" | "delete";
+  /** A public GET that HEAD serves too (headers only); HEAD is 405 everywhere else. */
+  head?: true;
   /** OpenAPI path template under {base_url}, or under {site_url} when `site` is set. */
   path: string;
   site?: boolean;
