@@ -82,8 +82,16 @@ type MeterRow = {
   idem_body: string | null;
 } & Partial<IdentityRow>;
 
-const UNAUTHORIZED = () =>
-  new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key: send Authorization: Bearer <API_KEY>");
+/**
+ * RFC 6750's challenge on every REST 401: `error="invalid_token"` when a credential was sent and
+ * is not a working key, none when the request carried no credential at all.
+ */
+const UNAUTHORIZED = (sent: boolean) =>
+  new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key: send Authorization: Bearer <API_KEY>", {
+    "WWW-Authenticate": sent
+      ? 'Bearer realm="walletid", error="invalid_token", error_description="The API key is invalid or revoked"'
+      : 'Bearer realm="walletid"',
+  });
 
 /** The credential of a request: `Bearer <key>` or the bare key. */
 export function credentialOf(req: Request): string | undefined {
@@ -125,7 +133,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
   const credential = credentialOf(c.req.raw);
-  if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED();
+  if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED(Boolean(credential));
   return await meterKey(deps, await keyDigest(credential), options, (m) => c.set("meter", m));
 }
 
@@ -181,7 +189,7 @@ export async function meterKey(
     pause = Math.min(250, pause * 1.5);
   }
   const row = rows[0];
-  if (row.outcome === "unauthorized") throw UNAUTHORIZED();
+  if (row.outcome === "unauthorized") throw UNAUTHORIZED(true);
 
   const resets = windowsAt(now);
   const metered: Metered = {
@@ -222,7 +230,9 @@ export async function meterKey(
       const blocking = metered.windows.filter((w) => w.limit !== null && w.used + options.weight > w.limit);
       const until = Math.max(...blocking.map((w) => w.resetAt.getTime()));
       const names = blocking.map((w) => w.name).join(" and ");
-      throw new ApiError(429, "RATE_LIMITED", `Rate limit reached on the ${names} window: retry after it resets`, {
+      const left = blocking.map((w) => `${Math.max(0, w.limit! - w.used)} of ${w.limit} remain in the ${w.name} window`).join(", ");
+      const weighs = `this request weighs ${options.weight} unit${options.weight === 1 ? "" : "s"}`;
+      throw new ApiError(429, "RATE_LIMITED", `Rate limit reached on the ${names} window: ${weighs} and ${left}; retry after it resets`, {
         "Retry-After": String(Math.max(1, Math.ceil((until - now.getTime()) / 1000))),
       });
     }
@@ -287,8 +297,33 @@ export async function refusal(meterer: Meterer, route: string, error: ApiError):
   return error;
 }
 
-/** The window closest to exhaustion: lowest remaining, the shortest window on a tie. */
-export function rateLimitHeaders(m: Metered): Record<string, string> | undefined {
+/** A window's length in seconds: a calendar month is as long as the month it counts. */
+function windowSeconds(w: Window): number {
+  if (w.name === "minute") return 60;
+  if (w.name === "day") return 86_400;
+  const end = w.resetAt;
+  return (end.getTime() - Date.UTC(end.getUTCFullYear(), end.getUTCMonth() - 1, 1)) / 1000;
+}
+
+/**
+ * The IETF fields of draft-ietf-httpapi-ratelimit-headers-11 (structured-field lists, one named
+ * policy per limited window): `RateLimit-Policy` gives quota `q` and window `w` in seconds,
+ * `RateLimit` the units remaining `r` and the seconds `t` until that window resets.
+ */
+function ietfRateLimitHeaders(limited: Window[], nowMs: number): Record<string, string> {
+  return {
+    "RateLimit-Policy": limited.map((w) => `"${w.name}";q=${w.limit};w=${windowSeconds(w)}`).join(", "),
+    RateLimit: limited
+      .map((w) => `"${w.name}";r=${Math.max(0, w.limit! - w.used)};t=${Math.max(0, Math.ceil((w.resetAt.getTime() - nowMs) / 1000))}`)
+      .join(", "),
+  };
+}
+
+/**
+ * The window closest to exhaustion (lowest remaining, the shortest window on a tie) as
+ * `X-RateLimit-*` (SPEC), and every limited window in the IETF `RateLimit-Policy` and `RateLimit`.
+ */
+export function rateLimitHeaders(m: Metered, now: Date): Record<string, string> | undefined {
   let chosen: { w: Window; remaining: number } | undefined;
   for (const w of m.windows) {
     if (w.limit === null) continue;
@@ -297,6 +332,7 @@ export function rateLimitHeaders(m: Metered): Record<string, string> | undefined
   }
   if (!chosen) return undefined;
   return {
+    ...ietfRateLimitHeaders(m.windows.filter((w) => w.limit !== null), now.getTime()),
     "X-RateLimit-Limit": String(chosen.w.limit),
     "X-RateLimit-Remaining": String(chosen.remaining),
     "X-RateLimit-Reset": String(Math.floor(chosen.w.resetAt.getTime() / 1000)),
@@ -310,7 +346,7 @@ export function meteredResponses(usage: UsageRecorder, now: () => Date): Middlew
     await next();
     const m = c.get("meter") as Metered | undefined;
     if (!m) return;
-    const headers = rateLimitHeaders(m);
+    const headers = rateLimitHeaders(m, now());
     if (headers) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
     recordUsage(usage, m, { status: c.res.status, latencyMs: performance.now() - started, at: now() });
   };

@@ -22,7 +22,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: "Database or upstream temporarily unavailable; Retry-After says when to retry",
 };
 
-const RATE_LIMIT_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"];
+const RATE_LIMIT_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"];
 
 export function jsonSchema(schema: v.GenericSchema): Json {
   const { $schema: _, ...rest } = toJsonSchema(schema, { target: "draft-2020-12", errorMode: "throw" }) as Json;
@@ -83,7 +83,7 @@ function responses(op: Operation): Json {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
-      ...(status === 401 && op.optionalAuth ? ["WWW-Authenticate"] : []),
+      ...(status === 401 && (op.auth || op.optionalAuth) ? ["WWW-Authenticate"] : []),
       ...(extra ?? []),
       "X-Request-Id",
     ];

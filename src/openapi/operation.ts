@@ -58,6 +58,14 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   "X-RateLimit-Limit": { description: "Limit of the rate window closest to exhaustion", schema: { type: "integer" } },
   "X-RateLimit-Remaining": { description: "Units left in that window", schema: { type: "integer" } },
   "X-RateLimit-Reset": { description: "Unix epoch seconds at which that window resets", schema: { type: "integer" } },
+  "RateLimit-Policy": {
+    description: 'Every limited rate window as an IETF policy (draft-ietf-httpapi-ratelimit-headers-11): `"minute";q=60;w=60, "day";q=10000;w=86400, "month";q=300000;w=2592000` (q: units, w: window seconds)',
+    schema: { type: "string" },
+  },
+  RateLimit: {
+    description: 'What is left of each policy: `"minute";r=45;t=30, ...` (r: units remaining, t: seconds until the window resets)',
+    schema: { type: "string" },
+  },
   "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } },
   "X-Data-Staleness": { description: "`stale` on a record past its freshness window; absent on fresh records", schema: { type: "string", const: "stale" } },
   "X-Last-Updated": { description: "Timestamp of the newest observation of a stale record", schema: { type: "string", format: "date-time" } },
@@ -68,7 +76,8 @@ export const RESPONSE_HEADERS: Record<string, { description: string; schema: Rec
   Location: { description: "Where the browser goes next: the client's callback with `code`, `state` and `iss` (or `error`)", schema: { type: "string", format: "uri" } },
   "Cache-Control": { description: "`no-store`: the response carries secrets", schema: { type: "string", const: "no-store" } },
   "WWW-Authenticate": {
-    description: "`Bearer resource_metadata=\"{site_url}/.well-known/oauth-protected-resource/mcp\"`: where an MCP host starts OAuth",
+    description:
+      "REST: `Bearer realm=\"walletid\"`, with `error=\"invalid_token\"` when the key sent is not a working key. MCP: `Bearer resource_metadata=\"{site_url}/.well-known/oauth-protected-resource/mcp\"`, where an MCP host starts OAuth",
     schema: { type: "string" },
   },
 };

@@ -173,6 +173,7 @@ eachDatabase("conventions", (get) => {
         for (const path of ["/api/v1/usage", `/api/v1/wallet/${BILL}`, "/api/v1/stats"]) {
           const res = await expectStatus(await server.request(path, { headers: { Authorization: authorization } }), 401, `${path} with ${authorization}`);
           assertErrorBody(res, "UNAUTHORIZED");
+          assert.match(res.headers.get("WWW-Authenticate") ?? "", /^Bearer realm="walletid"/, `challenge on ${path} with ${authorization}`);
         }
         const batch = await expectStatus(
           await server.request("/api/v1/batch", { ...batchInit("", [BILL]), headers: { "Content-Type": "application/json", Authorization: authorization } }),
@@ -183,6 +184,8 @@ eachDatabase("conventions", (get) => {
       }
       const missing = await expectStatus(await server.request(`/api/v1/wallet/${BILL}`), 401);
       assertErrorBody(missing, "UNAUTHORIZED");
+      // RFC 6750: no error code when the request carried no credential
+      assert.equal(missing.headers.get("WWW-Authenticate"), 'Bearer realm="walletid"');
 
       await expectStatus(await server.request(`/api/v1/wallet/${BILL}`, { key: c.apiKey }), 200);
       await get().db.query("UPDATE api_keys SET revoked_at = $2 WHERE id = $1", [c.keyId, server.clock.now()]);
@@ -190,6 +193,7 @@ eachDatabase("conventions", (get) => {
         const res = await expectStatus(await server.request(path, { key: c.apiKey }), 401, `revoked key on ${path}`);
         assertErrorBody(res, "UNAUTHORIZED");
         assert.equal(res.headers.get("X-RateLimit-Limit"), null, res.text);
+        assert.match(res.headers.get("WWW-Authenticate") ?? "", /^Bearer realm="walletid", error="invalid_token"/, `challenge of a revoked key on ${path}`);
       }
       const revokedBatch = await expectStatus(await server.request("/api/v1/batch", batchInit(c.apiKey, [BILL])), 401);
       assertErrorBody(revokedBatch, "UNAUTHORIZED");

@@ -150,11 +150,21 @@ eachDatabase("rate limits", (get) => {
     const first = await expectStatus(await server.request("/api/v1/batch", batchInit(c.apiKey, unknownList(50))), 200);
     assert.deepEqual(rateHeaders(first), { limit: 60, remaining: 10, reset: epochSeconds("2026-11-20T12:11:00Z") });
     assert.equal(first.body.meta.requested, 50, first.text);
+    // the IETF fields (draft-ietf-httpapi-ratelimit-headers-11) for all three windows; November has 30 days
+    const policy = first.headers.get("RateLimit-Policy") ?? "";
+    assert.match(policy, /^"minute";q=60;w=60, "day";q=\d+;w=86400, "month";q=\d+;w=2592000$/, policy);
+    const [, dayQuota, monthQuota] = /"day";q=(\d+);.*"month";q=(\d+);/.exec(policy)!;
+    assert.equal(
+      first.headers.get("RateLimit"),
+      `"minute";r=10;t=55, "day";r=${Number(dayQuota) - 50};t=${epochSeconds("2026-11-21T00:00:00Z") - epochSeconds("2026-11-20T12:10:05Z")}, "month";r=${Number(monthQuota) - 50};t=${epochSeconds("2026-12-01T00:00:00Z") - epochSeconds("2026-11-20T12:10:05Z")}`,
+    );
 
     server.clock.advance(20_000);
     const second = await expectStatus(await server.request("/api/v1/batch", batchInit(c.apiKey, unknownList(50, 50))), 429);
     assertErrorBody(second, "RATE_LIMITED");
     assert.equal(second.headers.get("Retry-After"), "35", second.text);
+    assert.match(second.body.error, /this request weighs 50 units and 10 of 60 remain in the minute window/, second.text);
+    assert.match(second.headers.get("RateLimit") ?? "", /^"minute";r=10;t=35,/, "the refusal shows what is left");
     assert.equal((await rateWindowOf(get().db, c.accountId))?.minute_used, 50, "the refused batch counted nothing");
 
     // the 10 units left still fit
