@@ -6,6 +6,8 @@ import type { Db } from "./db/types.ts";
 import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
+import { cacheControl, compressResponse } from "./http/compress.ts";
+import { etag } from "hono/etag";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { estimateRoutes } from "./routes/estimate.ts";
@@ -159,6 +161,10 @@ export function createApp(deps: AppDeps): App {
 
   app.use(requestIdAndCors());
   app.use(headRequests(log));
+  // validators for the documents that change with a release, and /stats that changes once a day
+  app.use("/api/v1/openapi.json", cacheControl("public, max-age=300"), etag());
+  app.use("/docs", cacheControl("public, max-age=300"), etag());
+  app.use("/api/v1/stats", cacheControl("private, no-cache"), etag());
 
   app.route("/", publicRoutes(routeDeps, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
@@ -187,7 +193,7 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request, env?: unknown) => await app.fetch(req, env),
+    fetch: async (req: Request, env?: unknown) => await compressResponse(req, await app.fetch(req, env)),
     verifyAccessToken: verify,
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),

@@ -123,6 +123,9 @@ export function accountRoutes(deps: RouteDeps) {
 
   app.get("/stats", async (c) => {
     const { data, meta } = await indexStats(deps, requestMeterer(c, meterDeps(deps)));
+    // the counts change only when the stats task stores a new snapshot (once a day); generated_at
+    // alone does not make a new version, so the validator names the snapshot
+    c.header("ETag", `"stats-${Date.parse(meta.as_of).toString(36)}"`);
     return c.json({ data, meta });
   });
 

@@ -1,0 +1,152 @@
+// Compression and validators through a real listening server, read as raw bytes (node:http, which
+// does not decode): large JSON gzipped for clients that accept it, small bodies as they are,
+// q-values honoured; ETag, Cache-Control and 304 on the documents and on /stats.
+import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
+import { after, before, describe, test } from "node:test";
+import { gunzipSync } from "node:zlib";
+import { chooseEncoding } from "../../src/http/compress.ts";
+import { eachDatabase } from "../support/db.ts";
+import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
+import { address, debitsOf, importIndex } from "../support/http.ts";
+
+const START = "2026-11-20T12:00:30Z";
+
+interface Raw {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+function raw(server: TestServer, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(server.url + path, { method: options.method ?? "GET", headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+describe("chooseEncoding", () => {
+  test("q-values, the wildcard, q=0 and the runtime's offer", () => {
+    assert.equal(chooseEncoding("gzip, deflate, br", ["gzip"]), "gzip");
+    assert.equal(chooseEncoding("gzip, deflate, br", ["br", "gzip"]), "br");
+    assert.equal(chooseEncoding("br;q=0.5, gzip;q=0.8", ["br", "gzip"]), "gzip");
+    assert.equal(chooseEncoding("gzip;q=0", ["gzip"]), undefined);
+    assert.equal(chooseEncoding("*;q=0.3", ["gzip"]), "gzip");
+    assert.equal(chooseEncoding("*;q=0.3, gzip;q=0", ["gzip"]), undefined);
+    assert.equal(chooseEncoding("identity", ["gzip"]), undefined);
+    assert.equal(chooseEncoding("", ["gzip"]), undefined);
+    assert.equal(chooseEncoding(null, ["gzip"]), undefined);
+    assert.equal(chooseEncoding("GZIP;Q=1", ["gzip"]), "gzip");
+  });
+});
+
+eachDatabase("compression and validators", (get) => {
+  let server: TestServer;
+  let key: string;
+  let accountId: string;
+  const wallets = Array.from({ length: 50 }, (_, i) => address(i + 1, "f"));
+
+  before(async () => {
+    server = await startServer(get().db, { clock: createClock(START) });
+    await importIndex(
+      get().db,
+      wallets.slice(0, 20).map((wallet, i) => ({ wallet, kind: "ens", route: "ens-primary", name: `compressed${i}.eth` })),
+      new Date(START),
+    );
+    ({ apiKey: key, accountId } = await createCustomer(get().db, { packs: [{ pack: "Agent" }], now: server.clock.now() }));
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  // each batch weighs 50 of the minute's 60 units: every one gets a minute of its own
+  const batch = (encoding?: string) =>
+    (server.clock.advance(61_000), raw(server, "/api/v1/batch", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...(encoding ? { "Accept-Encoding": encoding } : {}) },
+      body: JSON.stringify({ wallets }),
+    }));
+
+  test("a batch of 50 comes back gzipped to a client that accepts gzip, and decodes to the same JSON", async () => {
+    const plain = await batch();
+    assert.equal(plain.status, 200, plain.body.toString());
+    assert.equal(plain.headers["content-encoding"], undefined);
+    assert.ok(plain.body.length > 1024, `the plain body is over the threshold: ${plain.body.length}`);
+    assert.match(String(plain.headers.vary), /Accept-Encoding/);
+    assert.ok(plain.headers["x-ratelimit-remaining"] && plain.headers["x-request-id"], `headers kept: ${JSON.stringify(plain.headers)}`);
+
+    const gzipped = await batch("gzip, deflate, br");
+    assert.equal(gzipped.status, 200);
+    assert.equal(gzipped.headers["content-encoding"], "gzip");
+    assert.match(String(gzipped.headers.vary), /Accept-Encoding/);
+    assert.equal(Number(gzipped.headers["content-length"]), gzipped.body.length);
+    assert.ok(gzipped.body.length < plain.body.length / 3, `gzip shrinks it: ${gzipped.body.length} of ${plain.body.length}`);
+    const decoded = JSON.parse(gunzipSync(gzipped.body).toString());
+    assert.deepEqual(decoded, JSON.parse(plain.body.toString()));
+    // the rate-limit headers survive compression, and nothing here bills (ens only)
+    assert.ok(gzipped.headers["x-ratelimit-remaining"], `rate headers kept: ${JSON.stringify(gzipped.headers)} / ${JSON.stringify(plain.headers)}`);
+    assert.deepEqual(await debitsOf(get().db, accountId), []);
+
+    const refused = await batch("gzip;q=0, identity");
+    assert.equal(refused.headers["content-encoding"], undefined, "q=0 refuses gzip");
+    assert.deepEqual(JSON.parse(refused.body.toString()), JSON.parse(plain.body.toString()));
+  });
+
+  test("a body under 1 KiB goes out uncompressed, even to a client that accepts gzip", async () => {
+    const res = await raw(server, `/api/v1/wallet/${wallets[0]}`, { headers: { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" } });
+    assert.equal(res.status, 200);
+    assert.ok(res.body.length < 1024, `small: ${res.body.length}`);
+    assert.equal(res.headers["content-encoding"], undefined);
+    assert.match(res.body.toString(), /compressed0\.eth/);
+    assert.ok(res.headers["x-ratelimit-remaining"] && res.headers["x-request-id"] && res.headers["access-control-allow-origin"], `headers kept: ${JSON.stringify(res.headers)}`);
+    const health = await raw(server, "/healthz", { headers: { "Accept-Encoding": "gzip" } });
+    assert.equal(health.headers["content-encoding"], undefined);
+  });
+
+  test("the OpenAPI document and /docs: ETag, Cache-Control and 304 on If-None-Match (strong, weak, lists, *)", async () => {
+    for (const path of ["/api/v1/openapi.json", "/docs"]) {
+      const first = await raw(server, path);
+      assert.equal(first.status, 200);
+      const tag = String(first.headers.etag);
+      assert.match(tag, /^"[^"]+"$/, `${path} has a strong ETag`);
+      assert.equal(first.headers["cache-control"], "public, max-age=300");
+      for (const ifNoneMatch of [tag, `W/${tag}`, `"other", ${tag}`, "*"]) {
+        const again = await raw(server, path, { headers: { "If-None-Match": ifNoneMatch } });
+        assert.equal(again.status, 304, `${path} with If-None-Match: ${ifNoneMatch}`);
+        assert.equal(again.body.length, 0);
+        assert.equal(again.headers.etag, tag);
+        assert.equal(again.headers["cache-control"], "public, max-age=300");
+      }
+      const changed = await raw(server, path, { headers: { "If-None-Match": '"not-this-one"' } });
+      assert.equal(changed.status, 200);
+      // compressed, the validator is weak, and still matches
+      const gzipped = await raw(server, path, { headers: { "Accept-Encoding": "gzip" } });
+      assert.equal(gzipped.headers["content-encoding"], "gzip");
+      assert.equal(gzipped.headers.etag, `W/${tag}`);
+      const revalidated = await raw(server, path, { headers: { "Accept-Encoding": "gzip", "If-None-Match": String(gzipped.headers.etag) } });
+      assert.equal(revalidated.status, 304);
+    }
+  });
+
+  test("/stats: the ETag names the stored snapshot, so a later call revalidates to 304 until the next snapshot", async () => {
+    const headers = { Authorization: `Bearer ${key}` };
+    const first = await raw(server, "/api/v1/stats", { headers });
+    assert.equal(first.status, 200, first.body.toString());
+    assert.equal(first.headers["cache-control"], "private, no-cache");
+    const tag = String(first.headers.etag);
+    assert.match(tag, /^"stats-[0-9a-z]+"$/);
+    server.clock.advance(60_000);
+    const again = await raw(server, "/api/v1/stats", { headers: { ...headers, "If-None-Match": tag } });
+    assert.equal(again.status, 304);
+    assert.equal(again.body.length, 0);
+    assert.equal(again.headers.etag, tag);
+    const unauthenticated = await raw(server, "/api/v1/stats", { headers: { "If-None-Match": tag } });
+    assert.equal(unauthenticated.status, 401, "a validator does not stand in for a key");
+  });
+});
