@@ -3,6 +3,8 @@
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# postinstall fixes two bugs of postgres.js in node_modules (README, Performance notes)
+COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund
 
 # Stage 2 is the image: node_modules from stage 1 and the sources, run as the unprivileged `node` user.
