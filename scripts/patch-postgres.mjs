@@ -8,7 +8,13 @@
 //    mid-result, statement_timeout, a terminated backend) leaves `rows` behind, and the next
 //    statement on that connection gets holes before its rows: `SELECT 1` answers
 //    `[ <2 empty items>, { x: 1 } ]`. ReadyForQuery, which ends every exchange, now resets it.
-// 2. The connection queues never compact under steady load: Queue.shift() empties its array only
+// 2. A connection that never connects again: closed() and terminate() cancel a pending buffered
+//    write with clearImmediate but keep its handle and bytes. write() schedules a flush only when
+//    no handle is set, so after a close with a write pending (a storm of terminated backends,
+//    where queries retried on one connection land on another that closes in the same tick) the
+//    next startup message is appended to the stale bytes and never sent: every connect of that
+//    connection waits out connect_timeout, for good. Both now drop the handle and the bytes.
+// 3. The connection queues never compact under steady load: Queue.shift() empties its array only
 //    when it has drained completely, and remove() searches from the start, so a queue that is
 //    never empty at that instant grows without bound and every remove() scans it whole.
 //    shift() now compacts once half of the array is spent, and remove() searches from the head.
@@ -20,6 +26,16 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "node_modules",
 const MARK = "walletid patch";
 
 const PATCHES = [
+  {
+    file: "connection.js",
+    from: "    clearImmediate(nextWriteTimer)\n    if (socket) {",
+    to: `    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // ${MARK}: nothing of this connection is left to write\n    if (socket) {`,
+  },
+  {
+    file: "connection.js",
+    from: "    clearImmediate(nextWriteTimer)\n    socket.removeListener('data', data)",
+    to: `    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // ${MARK}: a write pending at the close must not block the next connect\n    socket.removeListener('data', data)`,
+  },
   {
     file: "connection.js",
     from: "    query = results = errorResponse = null\n    result = new Result()\n    connectTimer.cancel()\n",
