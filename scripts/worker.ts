@@ -7,6 +7,7 @@ import { openPostgres } from "../src/db/postgres.ts";
 import { loadQueries } from "../src/db/queries.ts";
 import { jobRunDeps } from "../src/jobs/deps.ts";
 import { createWorker } from "../src/jobs/worker.ts";
+import { createLogger } from "../src/observe/log.ts";
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
@@ -15,14 +16,14 @@ async function main(): Promise<void> {
       "Cannot start a worker without DATABASE_URL: the embedded database opens in one process only, and `npm start` already runs a worker inside it",
     );
   }
-  const log = (line: string) => {
-    if (config.logLevel !== "silent") console.error(line);
-  };
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  const log = logger.log;
+  process.on("exit", () => logger.flush());
   // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded
   // the last resort: nothing that slips past its caller (a driver's stray rejection) ends the worker
   const describe = (reason: unknown) => (reason instanceof Error ? (reason.stack ?? reason.message) : String(reason));
-  process.on("unhandledRejection", (reason) => log(`Kept working after an unhandled rejection: ${describe(reason)}`));
-  process.on("uncaughtException", (err) => log(`Kept working after an uncaught exception: ${describe(err)}`));
+  process.on("unhandledRejection", (reason) => log(`Kept working after an unhandled rejection: ${describe(reason)}`, "error"));
+  process.on("uncaughtException", (err) => log(`Kept working after an uncaught exception: ${describe(err)}`, "error"));
   loadQueries();
   const db = openPostgres(config.databaseUrl, { max: 2, timeouts: config.databaseTimeouts });
   await migrate(db);
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     stopping = true;
     await worker.stop();
     await db.close();
+    logger.flush();
     process.exit(0);
   };
   process.on("SIGINT", shutdown);

@@ -1,5 +1,5 @@
 // createApp(deps): the whole service as a fetch(Request) => Response handler, on Web APIs only.
-import { Hono, type MiddlewareHandler } from "hono";
+import { Hono, type Context, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
@@ -8,6 +8,10 @@ import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
 import { cacheControl, compressResponse } from "./http/compress.ts";
 import { etag } from "hono/etag";
+import { matchedRoutes } from "hono/route";
+import { incomingRequestId, type Log, type Logger } from "./observe/log.ts";
+import { metrics } from "./observe/metrics.ts";
+import { metricsRoutes } from "./routes/metrics.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { batchRoutes } from "./routes/batch.ts";
 import { estimateRoutes } from "./routes/estimate.ts";
@@ -32,7 +36,9 @@ export interface AppDeps {
   db: Db;
   config: Config;
   now?: () => Date;
-  log?: (line: string) => void;
+  log?: Log;
+  /** Where the access line of every request goes (src/observe/log.ts); none when absent. */
+  logger?: Logger;
   usage?: UsageRecorder;
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
@@ -84,6 +90,7 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[]; head?: true }> 
   { pattern: /^\/mcp$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
+  { pattern: /^\/metrics$/, methods: ["GET"] },
 ];
 
 /** The Allow header of a known route: its methods, HEAD where it serves one, and OPTIONS. */
@@ -101,7 +108,7 @@ function methodNotAllowed(route: { methods: string[]; head?: true }, method: str
  * HEAD before any route runs: a public document answers like GET without a body (hono runs the
  * GET handler and drops the body); every other path is 405, free, so HEAD never meters or bills.
  */
-export function headRequests(log: (line: string) => void): MiddlewareHandler {
+export function headRequests(log: Log): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.method !== "HEAD") return await next();
     const known = ROUTES.find((r) => r.pattern.test(c.req.path));
@@ -120,7 +127,7 @@ const CORS_HEADERS = {
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
 export function requestIdAndCors(): MiddlewareHandler {
   return async (c, next) => {
-    const requestId = crypto.randomUUID();
+    const requestId = incomingRequestId(c.req.raw.headers) ?? crypto.randomUUID();
     c.set("requestId", requestId);
     if (c.req.method === "OPTIONS") {
       return new Response(null, {
@@ -138,6 +145,35 @@ export function requestIdAndCors(): MiddlewareHandler {
     await next();
     for (const [name, value] of Object.entries(CORS_HEADERS)) c.res.headers.set(name, value);
     c.res.headers.set("X-Request-Id", requestId);
+  };
+}
+
+/** The route template a request matched (hono syntax), never its raw path; `unmatched` for 404s. */
+function routeTemplate(c: Context): string {
+  const route = matchedRoutes(c).filter((r) => r.method !== "ALL").at(-1);
+  return route?.path ?? "unmatched";
+}
+
+/** Counts and times every request for /metrics, and writes its access line. */
+export function observeRequests(logger: Logger | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const ms = performance.now() - started;
+    const m = c.get("meter");
+    const route = routeTemplate(c);
+    const status = c.res.status;
+    metrics.requests.inc({ route, method: c.req.method, status: String(status) });
+    metrics.latency.observe({ route, method: c.req.method }, ms / 1000);
+    logger?.access({
+      request_id: c.get("requestId") ?? "",
+      method: c.req.method,
+      route,
+      status,
+      duration_ms: Math.round(ms * 100) / 100,
+      ...(m ? { account_id: m.accountId, units: m.units, matches: m.matched } : {}),
+      outcome: c.get("errorCode") ?? (status < 400 ? "ok" : String(status)),
+    });
   };
 }
 
@@ -159,6 +195,7 @@ export function createApp(deps: AppDeps): App {
 
   const app = new Hono();
 
+  app.use(observeRequests(deps.logger));
   app.use(requestIdAndCors());
   app.use(headRequests(log));
   // validators for the documents that change with a release, and /stats that changes once a day
@@ -171,6 +208,7 @@ export function createApp(deps: AppDeps): App {
   app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
 
   const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
+  app.route("/", metricsRoutes(routeDeps, deps.peerAddress));
   app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();

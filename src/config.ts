@@ -19,6 +19,9 @@ const EnvSchema = v.object({
   DATA_DIR: v.optional(v.string(), ".data"),
   STALE_AFTER_DAYS: v.optional(Int(1, 3650), "30"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
+  LOG_FORMAT: v.optional(v.picklist(["json", "pretty"]), "json"),
+  SHUTDOWN_GRACE_MS: v.optional(Int(0, 600_000), "10000"),
+  METRICS_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   NEYNAR_API_URL: v.optional(Url),
   NEYNAR_API_KEY: v.optional(v.string()),
   ETH_RPC_URL: v.optional(Url),
@@ -48,6 +51,12 @@ export interface Config {
   dataDir: string;
   staleAfterDays: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** json: one object per line (default); pretty: a readable line for a terminal. */
+  logFormat: "json" | "pretty";
+  /** On SIGTERM, how long requests in flight may take before their connections are cut. */
+  shutdownGraceMs: number;
+  /** Bearer token for GET /metrics; when unset, /metrics answers loopback callers only. */
+  metricsToken?: string;
   /**
    * Proxies in front of the server whose X-Forwarded-For entries are trusted: 0 takes the
    * connection's peer as the client address, N the address N hops back through the header.
@@ -103,6 +112,9 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     dataDir: e.DATA_DIR,
     staleAfterDays: e.STALE_AFTER_DAYS,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    metricsToken: e.METRICS_TOKEN,
     cursorSecret: e.CURSOR_SECRET,
     trustProxy: e.TRUST_PROXY,
     upstreams: {

@@ -14,6 +14,7 @@ import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/sch
 import { configuredSources } from "./sources/index.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
+import { createLogger } from "./observe/log.ts";
 
 type Stop = () => Promise<void>;
 
@@ -50,7 +51,15 @@ async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, 
     socket.end(parserRefusal(err.code));
   });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  return { stop: () => new Promise<void>((resolve) => server.close(() => resolve())), runtime: `Node.js ${process.versions.node}` };
+  // stop: no new connections, idle keep-alive ones closed now, requests in flight answered; what
+  // is still open after the grace period is cut
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      const cut = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), config.shutdownGraceMs);
+      server.close(() => (clearTimeout(cut), resolve()));
+      (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+    });
+  return { stop, runtime: `Node.js ${process.versions.node}` };
 }
 
 /**
@@ -62,7 +71,7 @@ function scheduleMaintenance(deps: MaintenanceDeps, at: DailyAt, stopSignal: Abo
   if (!deps.x) deps.log(REACHABILITY_OFF);
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
-    running = running.then(() => runDueTasks(deps, at)).catch((err: Error) => deps.log(`Maintenance: ${err.message}`));
+    running = running.then(() => runDueTasks(deps, at)).catch((err: Error) => deps.log(`Maintenance: ${err.message}`, "error"));
     return running;
   };
   const g = globalThis as { Deno?: { cron?: (...args: unknown[]) => unknown } };
@@ -92,14 +101,14 @@ function describe(reason: unknown): string {
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
-  const log = (line: string) => {
-    if (config.logLevel !== "silent") console.error(line);
-  };
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  const log = logger.log;
+  process.on("exit", () => logger.flush());
   const embedded = !config.databaseUrl;
   const release = embedded ? acquireDataDirLock(config.dataDir) : () => {};
   // the last resort: nothing that slips past its caller (a driver's stray rejection) ends the process
-  process.on("unhandledRejection", (reason) => log(`Kept serving after an unhandled rejection: ${describe(reason)}`));
-  process.on("uncaughtException", (err) => log(`Kept serving after an uncaught exception: ${describe(err)}`));
+  process.on("unhandledRejection", (reason) => log(`Kept serving after an unhandled rejection: ${describe(reason)}`, "error"));
+  process.on("uncaughtException", (err) => log(`Kept serving after an uncaught exception: ${describe(err)}`, "error"));
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     max: config.databasePoolSize,
@@ -110,18 +119,19 @@ async function main(): Promise<void> {
 
   if (embedded || process.env.LOAD_DEMO === "1") {
     const demo = await ensureDemo(db, { now: now(), dataDir: embedded ? config.dataDir : undefined });
+    // for the person at the terminal, on stderr: never a log line (logs carry no keys)
     if (demo.created) {
-      console.log(`Loaded the demo index. Demo API key (shown once${embedded ? `, also saved to ${join(config.dataDir, "demo-api-key")}` : ""}):`);
-      console.log(`  ${demo.apiKey}`);
+      console.error(`Loaded the demo index. Demo API key (shown once${embedded ? `, also saved to ${join(config.dataDir, "demo-api-key")}` : ""}):`);
+      console.error(`  ${demo.apiKey}`);
     } else if (embedded) {
-      console.log(`Demo API key: see ${join(config.dataDir, "demo-api-key")}`);
+      console.error(`Demo API key: see ${join(config.dataDir, "demo-api-key")}`);
     }
   }
 
   const sources = configuredSources(config, log);
   // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
   const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  const app = createApp({ db, config, now, log, sources, peerAddress, resolveHost });
+  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
@@ -131,8 +141,22 @@ async function main(): Promise<void> {
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
     : async () => {};
   if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
-  const { stop, runtime } = await serve(app.fetch, config);
-  console.log(
+  // once shutting down, every response says Connection: close, so no client sends another request
+  // on a connection about to close (a request that races a close is reset unread, never billed)
+  let draining = false;
+  const fetch = async (req: Request, env?: unknown) => {
+    const res = await app.fetch(req, env);
+    if (draining) {
+      try {
+        res.headers.set("Connection", "close");
+      } catch {
+        // an immutable response (none of ours): the runtime closes the connection anyway
+      }
+    }
+    return res;
+  };
+  const { stop, runtime } = await serve(fetch, config);
+  log(
     `walletid listening on ${config.publicUrl} (${runtime}, ${embedded ? `embedded database in ${config.dataDir}` : "PostgreSQL"})${worker ? "" : "; job worker off (WORKER=0)"}`,
   );
 
@@ -140,12 +164,14 @@ async function main(): Promise<void> {
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
+    draining = true;
     await stop().catch(() => {});
     await stopMaintenance();
     await worker?.stop();
     await app.close();
     await db.close();
     release();
+    logger.flush();
     process.exit(0);
   };
   process.on("SIGINT", shutdown);

@@ -1,4 +1,5 @@
 // The embedded default: PGlite stored under DATA_DIR, or in memory when no directory is given.
+import { metrics } from "../observe/metrics.ts";
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import { boundedTransaction, withDeadline } from "./deadline.ts";
 import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
@@ -11,8 +12,12 @@ function wrap(conn: Conn, deadlineMs: number, close: () => Promise<void>): Db {
   return {
     driver: "pglite",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const result = await withDeadline(conn.query<T>(text, params as unknown[]), deadlineMs);
-      return result.rows;
+      metrics.dbInFlight.value++;
+      try {
+        return (await withDeadline(conn.query<T>(text, params as unknown[]), deadlineMs)).rows;
+      } finally {
+        metrics.dbInFlight.value--;
+      }
     },
     async exec(text: string) {
       await conn.exec(text);

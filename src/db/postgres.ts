@@ -1,4 +1,5 @@
 // The PostgreSQL driver (postgres.js), used when DATABASE_URL is set.
+import { metrics } from "../observe/metrics.ts";
 import postgres from "postgres";
 import { boundedTransaction, withDeadline } from "./deadline.ts";
 import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
@@ -34,9 +35,14 @@ function wrap(current: () => Conn, close: () => Promise<void>): Db {
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       const conn = current();
       const statement = conn.sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
-      const rows = await withDeadline(statement, conn.deadlineMs, conn.onStuck);
-      // a plain array, as PGlite returns, rather than postgres.js's Result subclass
-      return Array.from(rows) as unknown as T[];
+      metrics.dbInFlight.value++;
+      try {
+        const rows = await withDeadline(statement, conn.deadlineMs, conn.onStuck);
+        // a plain array, as PGlite returns, rather than postgres.js's Result subclass
+        return Array.from(rows) as unknown as T[];
+      } finally {
+        metrics.dbInFlight.value--;
+      }
     },
     async exec(text: string) {
       await current().sql.unsafe(text);

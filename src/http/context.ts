@@ -5,5 +5,7 @@ declare module "hono" {
   interface ContextVariableMap {
     requestId: string;
     meter: Metered;
+    /** The code of the error this request was answered with, for its access line. */
+    errorCode: string;
   }
 }

@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { isDatabaseUnavailable } from "../db/errors.ts";
+import type { Log } from "../observe/log.ts";
 
 export class ApiError extends Error {
   readonly status: ContentfulStatusCode;
@@ -20,18 +21,21 @@ export function errorBody(code: string, message: string) {
   return { error: message, code };
 }
 
-export function renderError(err: unknown, c: Context, log: (line: string) => void): Response {
+export function renderError(err: unknown, c: Context, log: Log): Response {
   if (err instanceof ApiError) {
+    c.set("errorCode", err.code);
     for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
     return c.json(errorBody(err.code, err.message), err.status);
   }
   const requestId = c.get("requestId") ?? "unknown";
   if (isDatabaseUnavailable(err)) {
-    log(`request ${requestId}: service unavailable: ${(err as Error).message}`);
+    c.set("errorCode", "SERVICE_UNAVAILABLE");
+    log(`request ${requestId}: service unavailable: ${(err as Error).message}`, "warn", { request_id: requestId });
     c.header("Retry-After", "5");
     return c.json(errorBody("SERVICE_UNAVAILABLE", "The service is temporarily unavailable; retry shortly"), 503);
   }
-  log(`request ${requestId}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  c.set("errorCode", "INTERNAL_ERROR");
+  log(`request ${requestId}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`, "error", { request_id: requestId });
   return c.json(errorBody("INTERNAL_ERROR", `Internal error (request ${requestId})`), 500);
 }
 

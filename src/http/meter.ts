@@ -7,6 +7,7 @@ import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
 import type { IdentityRow } from "../index/records.ts";
 import { ApiError } from "./errors.ts";
+import { metrics } from "../observe/metrics.ts";
 import "./context.ts";
 
 export interface Window {
@@ -133,7 +134,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
   const credential = credentialOf(c.req.raw);
-  if (!credential || !isApiKeyShape(credential)) throw UNAUTHORIZED(Boolean(credential));
+  if (!credential || !isApiKeyShape(credential)) {
+    metrics.metering.inc({ outcome: "unauthorized" });
+    throw UNAUTHORIZED(Boolean(credential));
+  }
   return await meterKey(deps, await keyDigest(credential), options, (m) => c.set("meter", m));
 }
 
@@ -189,7 +193,10 @@ export async function meterKey(
     pause = Math.min(250, pause * 1.5);
   }
   const row = rows[0];
-  if (row.outcome === "unauthorized") throw UNAUTHORIZED(true);
+  if (row.outcome === "unauthorized") {
+    metrics.metering.inc({ outcome: "unauthorized" });
+    throw UNAUTHORIZED(true);
+  }
 
   const resets = windowsAt(now);
   const metered: Metered = {
@@ -212,6 +219,8 @@ export async function meterKey(
     identities: row.address ? (rows as IdentityRow[]) : [],
   };
   onMetered(metered);
+  metrics.metering.inc({ outcome: row.outcome });
+  if (row.outcome === "ok" && row.matched > 0) metrics.billed.inc({}, row.matched);
 
   switch (row.outcome) {
     case "replay":

@@ -1,5 +1,6 @@
 // What running a job needs, built once from the configuration by the server, the worker
 // script and the tests alike.
+import type { Log } from "../observe/log.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/types.ts";
 import { configuredSources } from "../sources/index.ts";
@@ -10,7 +11,7 @@ export const DEFAULT_RETRY: RetryOptions = { attempts: 4, baseDelayMs: 500, maxD
 
 export function jobRunDeps(
   config: Config,
-  params: { db: Db; now: () => Date; log: (line: string) => void; sources?: LiveSource[]; retry?: RetryOptions },
+  params: { db: Db; now: () => Date; log: Log; sources?: LiveSource[]; retry?: RetryOptions },
 ): JobRunDeps {
   return {
     db: params.db,

@@ -1,6 +1,8 @@
 // Runs a claimed job chunk by chunk through the stages index, cache, live and onchain, writing
 // what live sources find to the index, checkpointing after every chunk while the lease holds,
 // and completing with one debit keyed on the job (complete_job) or failing with none.
+import type { Log } from "../observe/log.ts";
+import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { parseObservation, writeObservations, type Observation } from "../index/import.ts";
@@ -24,7 +26,7 @@ export interface JobSettings {
 export interface JobRunDeps {
   db: Db;
   now: () => Date;
-  log: (line: string) => void;
+  log: Log;
   sources: LiveSource[];
   settings: JobSettings;
 }
@@ -79,6 +81,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     const entry = (stats[stage] ??= { wallets: 0, ms: 0 });
     entry.wallets += wallets;
     entry.ms += Math.round(performance.now() - started);
+    metrics.workerWallets.inc({ stage }, wallets);
     return result;
   };
 
@@ -114,7 +117,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
       return "lease_lost";
     }
     if (err instanceof UpstreamError) {
-      deps.log(`job ${job.id}: failed at ${processed}/${job.total}: ${err.message}`);
+      deps.log(`job ${job.id}: failed at ${processed}/${job.total}: ${err.message}`, "warn");
       const failed = await db.query(sql("jobs_fail"), [job.id, job.owner, err.message, deps.now()]);
       return failed.length > 0 ? "failed" : "lease_lost";
     }
@@ -171,7 +174,7 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
             result.observations.push(parsed.observation);
             any = true;
           } else {
-            deps.log(`live source ${source.name} answered an unusable observation for ${address}: ${parsed.error}`);
+            deps.log(`live source ${source.name} answered an unusable observation for ${address}: ${parsed.error}`, "warn");
           }
         }
         if (any) foundByAny.add(address);
@@ -189,11 +192,23 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
   return result;
 }
 
+/** One call to a live source, counted by outcome for /metrics. */
+async function counted(source: LiveSource, batch: string[]) {
+  try {
+    const answer = await source.resolve(batch);
+    metrics.upstream.inc({ source: source.name, outcome: "ok" });
+    return answer;
+  } catch (err) {
+    metrics.upstream.inc({ source: source.name, outcome: "error" });
+    throw err;
+  }
+}
+
 /** The addresses in the source's batch size, all batches at once, each retried with backoff. */
 async function askSource(source: LiveSource, addresses: string[], retry: RetryOptions) {
   const batches: string[][] = [];
   for (let i = 0; i < addresses.length; i += source.batchSize) batches.push(addresses.slice(i, i + source.batchSize));
-  const answers = await Promise.all(batches.map((batch) => withRetries(() => source.resolve(batch), retry)));
+  const answers = await Promise.all(batches.map((batch) => withRetries(() => counted(source, batch), retry)));
   const merged = new Map<string, ObservationFields[]>();
   for (const answer of answers) for (const [address, fields] of answer) merged.set(address, fields);
   return merged;

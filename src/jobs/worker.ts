@@ -56,7 +56,7 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
     const job = await claimJob(deps, owner);
     if (!job) return null;
     if (job.stalledAttempts > MAX_ATTEMPTS) {
-      deps.log(`job ${job.id}: ${MAX_ATTEMPTS} attempts made no progress at ${job.processed}/${job.total}; failing it`);
+      deps.log(`job ${job.id}: ${MAX_ATTEMPTS} attempts made no progress at ${job.processed}/${job.total}; failing it`, "warn");
       await deps.db.query(sql("jobs_fail"), [
         job.id,
         owner,
@@ -67,6 +67,12 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
     }
     if (job.processed > 0) deps.log(`job ${job.id}: resuming at ${job.processed}/${job.total} (attempt ${job.attempts})`);
     const outcome = await runJob(deps, job, { shouldStop: () => stopping });
+    // stopped between chunks (shutdown): the lease ends now, so another worker resumes at once
+    if (outcome === "stopped") {
+      await deps.db.query(sql("jobs_release"), [job.id, owner, deps.now()]).catch((err: Error) =>
+        deps.log(`job ${job.id}: cannot release its lease (${err.message}); it resumes when the lease runs out`, "warn"),
+      );
+    }
     return { jobId: job.id, outcome };
   }
 
@@ -77,7 +83,7 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
         ran = (await runOnce()) !== null;
       } catch (err) {
         // the database or a bug: the job keeps its lease until it expires, then is claimed again
-        deps.log(`job worker: ${(err as Error).stack ?? String(err)}`);
+        deps.log(`job worker: ${(err as Error).stack ?? String(err)}`, "error");
       }
       if (!ran && !stopping) {
         await new Promise<void>((resolve) => {

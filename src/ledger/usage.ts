@@ -1,4 +1,5 @@
 // Usage events, buffered and written many rows a statement so recording costs no round trip per request.
+import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 
@@ -20,7 +21,7 @@ export interface UsageRecorder {
   flush(): Promise<void>;
 }
 
-export function createUsageRecorder(db: Db, options: { delayMs?: number; maxBuffered?: number; log?: (line: string) => void } = {}): UsageRecorder {
+export function createUsageRecorder(db: Db, options: { delayMs?: number; maxBuffered?: number; log?: Log } = {}): UsageRecorder {
   const delayMs = options.delayMs ?? 200;
   const maxBuffered = options.maxBuffered ?? 1000;
   let buffer: UsageEvent[] = [];
@@ -40,7 +41,7 @@ export function createUsageRecorder(db: Db, options: { delayMs?: number; maxBuff
         events.map((e) => e.matches),
         events.map((e) => e.at),
       ])
-      .then(() => {}, (err) => options.log?.(`usage events lost (${events.length}): ${(err as Error).message}`));
+      .then(() => {}, (err) => options.log?.(`usage events lost (${events.length}): ${(err as Error).message}`, "error"));
   }
 
   function flush(): Promise<void> {

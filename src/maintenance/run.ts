@@ -1,5 +1,6 @@
 // Runs the maintenance tasks under their leases and reports what each did. No runtime APIs:
 // src/main.ts decides when (Deno's cron or a timer), `admin maintain` runs them on demand.
+import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
 import type { Config } from "../config.ts";
 import { acquireLease, taskStates, TASK_NAMES, type TaskName } from "./lease.ts";
@@ -16,7 +17,7 @@ export const LEASE_MS = 10 * 60_000;
 export interface MaintenanceDeps {
   db: Db;
   now: () => Date;
-  log: (line: string) => void;
+  log: Log;
   /** The X API; undefined leaves the reachability re-check off. */
   x?: XUsersClient;
   reachabilityDailyLimit: number;
@@ -31,7 +32,7 @@ export type TaskReport =
 
 export function maintenanceDeps(
   config: Config,
-  base: { db: Db; now: () => Date; log: (line: string) => void; fetch?: typeof fetch; sleep?: (ms: number) => Promise<void>; signal?: AbortSignal },
+  base: { db: Db; now: () => Date; log: Log; fetch?: typeof fetch; sleep?: (ms: number) => Promise<void>; signal?: AbortSignal },
 ): MaintenanceDeps {
   const { xApiUrl, xBearerToken } = config.upstreams;
   return {
@@ -106,7 +107,7 @@ export async function runTask(deps: MaintenanceDeps, task: TaskName, options: { 
       };
     }
   } catch (error) {
-    deps.log(`Maintenance: ${task} failed: ${(error as Error).message}`);
+    deps.log(`Maintenance: ${task} failed: ${(error as Error).message}`, "error");
     report = { task, status: "failed", reason: `${task} stopped on an internal error` };
   }
   // a release that fails (database gone) leaves the lease to expire: the task stays runnable

@@ -1,5 +1,6 @@
 // The hourly limit of the MCP server's non-tool methods (SPEC "MCP server limits"), counted in the
 // database so that every instance shares it, and the client address it keys anonymous callers on.
+import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import type { McpCaller } from "./credentials.ts";
@@ -32,7 +33,7 @@ export interface HourlyLimiter {
   count(caller: McpCaller, params: { address: string; requests: number; now: Date }): Promise<HourlyVerdict>;
 }
 
-export function createHourlyLimiter(db: Db, log: (line: string) => void): HourlyLimiter {
+export function createHourlyLimiter(db: Db, log: Log): HourlyLimiter {
   let prunedHour = 0;
   return {
     async count(caller, { address, requests, now }) {
@@ -41,7 +42,7 @@ export function createHourlyLimiter(db: Db, log: (line: string) => void): Hourly
         // once an hour per process: past hours are never read again
         prunedHour = hour.getTime();
         db.query(sql("mcp_hourly_requests_delete_before"), [hour]).catch((err: Error) =>
-          log(`mcp hourly limits: cannot prune past hours: ${err.message}`),
+          log(`mcp hourly limits: cannot prune past hours: ${err.message}`, "warn"),
         );
       }
       const keyHash = caller.kind === "api_key" ? caller.keyHash : null;

@@ -212,12 +212,12 @@ async function runTool(
     }
     if (isDatabaseUnavailable(err)) {
       status = 503;
-      routes.log(`mcp tool call: service unavailable: ${(err as Error).message}`);
+      routes.log(`mcp tool call: service unavailable: ${(err as Error).message}`, "warn");
       return { content: [{ type: "text", text: "The service is temporarily unavailable: retry in a few seconds." }], isError: true };
     }
     status = 500;
     const id = crypto.randomUUID();
-    routes.log(`mcp tool call ${id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    routes.log(`mcp tool call ${id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`, "error");
     return { content: [{ type: "text", text: `Internal error (request ${id}): nothing was billed for a failed lookup; retry later.` }], isError: true };
   } finally {
     if (metered) recordUsage(routes.usage, metered, { status, latencyMs: performance.now() - started, at: routes.now() });

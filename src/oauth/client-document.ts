@@ -139,7 +139,7 @@ export async function fetchClientDocument(deps: OAuthDeps, clientId: string): Pr
     return checked.ok ? checked : fail(`Cannot use ${clientId}: ${checked.reason}`);
   } catch (err) {
     if (signal.aborted) return fail(`Cannot fetch ${clientId}: no complete answer within ${DOCUMENT_TIMEOUT_MS / 1000} seconds`);
-    deps.log(`oauth: fetching the metadata document ${clientId} failed: ${err instanceof Error ? err.message : String(err)}`);
+    deps.log(`oauth: fetching the metadata document ${clientId} failed: ${err instanceof Error ? err.message : String(err)}`, "warn");
     return fail(`Cannot fetch ${clientId}: the request failed`);
   }
 }

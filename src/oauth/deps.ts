@@ -1,4 +1,5 @@
 // What the OAuth functions are handed: built once in createApp from its deps and config.
+import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
 
 /** Resolves a hostname to every address it has (IPv4 and IPv6); injected from the entry point. */
@@ -7,7 +8,7 @@ export type ResolveHost = (hostname: string) => Promise<string[]>;
 export interface OAuthDeps {
   db: Db;
   now: () => Date;
-  log: (line: string) => void;
+  log: Log;
   /** `{site_url}`, exactly as the metadata's `issuer` and every redirect's `iss`. */
   issuer: string;
   /** `{site_url}/mcp`: the one resource tokens are issued for. */

@@ -75,6 +75,8 @@ function responses(op: Operation): Json {
       : {
           content: op.success.html
             ? { "text/html": { schema: { type: "string" } } }
+            : op.success.text
+            ? { "text/plain": { schema: { type: "string" } } }
             : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
         }),
   };

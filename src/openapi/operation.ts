@@ -43,6 +43,8 @@ export interface Operation {
     /** JSON body; absent with `html`. */
     schema?: Schema;
     html?: boolean;
+    /** A text/plain body (the Prometheus exposition). */
+    text?: boolean;
     /** No body: a redirect (with Location) or an empty 200. */
     empty?: boolean;
     /** Names from RESPONSE_HEADERS beyond the rate-limit headers. */

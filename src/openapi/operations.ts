@@ -10,6 +10,7 @@ import { publicOpenapi } from "../routes/public.ts";
 import { walletOpenapi } from "../routes/wallet.ts";
 import { connectionsOpenapi, oauthOpenapi } from "../routes/oauth-openapi.ts";
 import { x402Openapi } from "../routes/x402.ts";
+import { metricsOpenapi } from "../routes/metrics.ts";
 import type { Operation } from "./operation.ts";
 
 export const OPERATIONS: Operation[] = [
@@ -24,4 +25,5 @@ export const OPERATIONS: Operation[] = [
   ...mcpOpenapi,
   ...x402Openapi,
   ...publicOpenapi,
+  ...metricsOpenapi,
 ];

@@ -110,7 +110,7 @@ export function batchRoutes(deps: RouteDeps) {
       return c.body(payload, 200, { "Content-Type": "application/json" });
     } catch (err) {
       // the next request with the key runs now rather than after the claim expires
-      await releaseIdempotencyClaim(meterDeps(deps), metered).catch((e) => deps.log(`Cannot release an Idempotency-Key claim: ${String(e)}`));
+      await releaseIdempotencyClaim(meterDeps(deps), metered).catch((e) => deps.log(`Cannot release an Idempotency-Key claim: ${String(e)}`, "warn"));
       throw err;
     }
   });

@@ -1,4 +1,5 @@
 // What every route group is handed: built once in createApp, passed explicitly.
+import type { Log } from "../observe/log.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/types.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
@@ -10,7 +11,7 @@ export interface RouteDeps {
   config: Config;
   now: () => Date;
   usage: UsageRecorder;
-  log: (line: string) => void;
+  log: Log;
   cursors: CursorSigner;
 }
 
@@ -23,7 +24,7 @@ export function createRouteDeps(params: {
   db: Db;
   config: Config;
   now?: () => Date;
-  log?: (line: string) => void;
+  log?: Log;
   usage?: UsageRecorder;
 }): RouteDeps {
   const log = params.log ?? ((line: string) => console.error(line));

@@ -103,7 +103,7 @@ export function mcpRoutes(deps: McpRouteDeps) {
     ({ authInfo }) => serverFor((authInfo?.extra?.caller as McpCaller) ?? { kind: "anonymous" }, authInfo?.extra?.only as string | undefined),
     {
       legacy: "reject",
-      onerror: (err) => routes.log(`mcp: ${err.message}`),
+      onerror: (err) => routes.log(`mcp: ${err.message}`, "warn"),
     },
   );
 
@@ -135,7 +135,7 @@ export function mcpRoutes(deps: McpRouteDeps) {
     try {
       caller = await identifyCaller(req, deps.verifyAccessToken);
     } catch (err) {
-      routes.log(`mcp: token verification unavailable: ${err instanceof Error ? err.message : String(err)}`);
+      routes.log(`mcp: token verification unavailable: ${err instanceof Error ? err.message : String(err)}`, "warn");
       return rpcError(503, -32000, "The token service is temporarily unavailable: retry shortly", { "Retry-After": "5" });
     }
     if (caller.kind === "rejected") {

@@ -151,7 +151,7 @@ export function oauthRoutes(deps: OAuthDeps) {
       }
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
-      deps.log(`oauth: token endpoint unavailable: ${(err as Error).message}`);
+      deps.log(`oauth: token endpoint unavailable: ${(err as Error).message}`, "warn");
       return oauthError(c, 503, "temporarily_unavailable", "The token service is briefly unavailable: retry shortly with the same request", {}, { "Retry-After": "5" });
     }
     if (!grantType) return oauthError(c, 400, "invalid_request", "grant_type is required");

@@ -65,7 +65,7 @@ async function databaseAnswers(deps: RouteDeps): Promise<boolean> {
   const probe = deps.db.query("SELECT 1").then(
     () => true,
     (err: unknown) => {
-      deps.log(`healthz: the database does not answer: ${err instanceof Error ? err.message : String(err)}`);
+      deps.log(`healthz: the database does not answer: ${err instanceof Error ? err.message : String(err)}`, "warn");
       return false;
     },
   );

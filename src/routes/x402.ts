@@ -175,7 +175,7 @@ export function x402Routes(deps: X402Deps) {
 
     const verified = await verifyPayment(payments, decoded.payload, matched);
     if (!verified.ok && "unavailable" in verified) {
-      deps.log(`x402 verify: the facilitator is unavailable: ${verified.unavailable}`);
+      deps.log(`x402 verify: the facilitator is unavailable: ${verified.unavailable}`, "warn");
       throw new ApiError(503, "SERVICE_UNAVAILABLE", "The payment facilitator is unavailable: nothing was charged; retry shortly", { "Retry-After": "5" });
     }
     if (!verified.ok) {
@@ -208,7 +208,7 @@ export function x402Routes(deps: X402Deps) {
       return await challenge(c, payments, requirements, quantity, settled.reason, settled.response);
     }
     if (settled.state === "unknown") {
-      deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`);
+      deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`, "warn");
       await recordOutcome(deps.db, { id: paymentId, state: "unknown", reason: settled.reason, txHash: settled.response?.transaction, now: deps.now() }).catch(() => {});
       return settlementFailure(c, paymentId, false);
     }
@@ -219,7 +219,7 @@ export function x402Routes(deps: X402Deps) {
       // no separate "settled" write first: a claim reads `settled` only when its grant failed
       result = await grantPayment(deps.db, { paymentId, txHash, now: deps.now() });
     } catch (err) {
-      deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`);
+      deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`, "error");
       await recordOutcome(deps.db, { id: paymentId, state: "settled", txHash, now: deps.now() }).catch(() => {});
       return settlementFailure(c, paymentId, true);
     }
@@ -271,7 +271,7 @@ export function x402Routes(deps: X402Deps) {
     try {
       valid = await verifySignature({ wallet, message: recovery.message(wallet, issuedAt), signature });
     } catch (err) {
-      deps.log(`x402 recover: signature check over ETH_RPC_URL failed: ${err instanceof Error ? err.message : String(err)}`);
+      deps.log(`x402 recover: signature check over ETH_RPC_URL failed: ${err instanceof Error ? err.message : String(err)}`, "warn");
       throw new ApiError(503, "SERVICE_UNAVAILABLE", "Cannot check a smart-wallet signature now: retry shortly", { "Retry-After": "5" });
     }
     if (!valid) throw new ApiError(401, "INVALID_SIGNATURE", "Invalid signature: sign the challenge's message with the wallet's key (personal_sign), exactly as returned");

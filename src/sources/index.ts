@@ -1,10 +1,11 @@
 // The live sources the configuration turns on; an upstream left unset is off and says so.
+import type { Log } from "../observe/log.ts";
 import type { Config } from "../config.ts";
 import { ensSource } from "./ens.ts";
 import { neynarSource } from "./neynar.ts";
 import type { LiveSource } from "./types.ts";
 
-export function configuredSources(config: Config, log: (line: string) => void): LiveSource[] {
+export function configuredSources(config: Config, log: Log): LiveSource[] {
   const { upstreams } = config;
   const timeoutMs = config.jobs.upstreamTimeoutMs;
   const sources: LiveSource[] = [];

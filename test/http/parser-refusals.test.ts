@@ -58,7 +58,7 @@ describe("requests the HTTP parser refuses: {error, code} from npm start's serve
       DATABASE_URL: created.url,
       MAINTENANCE_AT: "off",
       WORKER: "0",
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: "info",
     });
   });
   after(async () => {

@@ -94,6 +94,34 @@ eachDatabase("job leases and resume", (get) => {
     assert.equal(await runJob(bench.runDeps, claims.find((c) => c !== null)!), "completed");
   });
 
+  test("a worker stopped by a shutdown gives its job back: another claims it at once and resumes from the checkpoint", async () => {
+    const { db } = get();
+    const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+    const wallets = Array.from({ length: 60 }, (_, i) => liveFarcaster(4100 + i));
+    const id = (await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id;
+    const processed = async () => (await db.query<{ processed: number }>("SELECT processed FROM jobs WHERE id = $1", [id]))[0].processed;
+    bench.neynar.behave({ delayMs: 100 });
+    try {
+      const worker = createWorker({ ...bench.runDeps, owner: "shutting-down" });
+      const running = worker.runOnce();
+      while ((await processed()) === 0) await new Promise((r) => setTimeout(r, 5));
+      await worker.stop(); // what SIGTERM does
+      assert.equal((await running)?.outcome, "stopped");
+    } finally {
+      bench.neynar.behave({});
+    }
+    const at = await processed();
+    assert.ok(at > 0 && at < 60, `stopped mid-job at ${at}`);
+    // no clock advance: the lease was released, not left to run out
+    const next = await claimJob(bench.runDeps, "successor");
+    assert.equal(next?.id, id);
+    assert.equal(next?.processed, at);
+    assert.equal(await runJob(bench.runDeps, next!), "completed");
+    const done = await expectStatus(await poll(bench.server, customer.apiKey, id), 200);
+    assert.equal(done.body.data.status, "completed");
+    assert.deepEqual((await debitsOf(db, customer.accountId)).map((d) => [d.call_key, d.matches]), [[`job:${id}`, 60]]);
+  });
+
   test("a job whose workers die after every checkpoint keeps going past five claims and completes, billed once", async () => {
     const { db } = get();
     const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 20 }], now: clock.now() });

@@ -1,0 +1,132 @@
+// Structured logs: one JSON object per line on stdout ({time, level, msg, ...fields}), or a
+// readable line for a terminal (LOG_FORMAT=pretty). LOG_LEVEL drops everything below it. Lines are
+// built once and written in batches (one write per turn of the event loop), on Web APIs and the
+// `process` global only, so the same module runs under Node, Deno and Bun.
+import process from "node:process";
+
+export type Level = "debug" | "info" | "warn" | "error";
+export type LogLevel = Level | "silent";
+
+/** A log call: the message, its level (info when not given) and fields to carry beside it. */
+export type Log = (message: string, level?: Level, fields?: Record<string, unknown>) => void;
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+/** What may never reach a line: credentials in any form we issue or accept. */
+const SECRET_PATTERNS: RegExp[] = [
+  /\bwid_[A-Za-z0-9_]{8,}/g, // our API keys, OAuth tokens (wid_mcp_, wid_rt_) and their kin
+  /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi,
+  /\b0x[0-9a-fA-F]{130}\b/g, // 65-byte signatures (EIP-3009 authorizations, recovery challenges)
+  /\beyJ[A-Za-z0-9_-]{20,}(\.[A-Za-z0-9_-]*)*/g, // base64 JSON: an x402 PAYMENT-SIGNATURE header, a JWT
+];
+
+/** The text with every credential-shaped run replaced by `[redacted]`. */
+export function redact(text: string): string {
+  let out = text;
+  for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, "[redacted]");
+  return out;
+}
+
+export interface AccessFields {
+  request_id: string;
+  method: string;
+  /** The route template (never the raw address or handle). */
+  route: string;
+  status: number;
+  duration_ms: number;
+  account_id?: string;
+  units?: number;
+  matches?: number;
+  /** The error code of a refusal, `ok` otherwise. */
+  outcome: string;
+}
+
+export interface Logger {
+  log: Log;
+  /** The access line of one request (level info). */
+  access(fields: AccessFields): void;
+  enabled(level: Level): boolean;
+  /** Writes what is buffered now (also done once per turn of the event loop). */
+  flush(): void;
+}
+
+export interface LoggerOptions {
+  level: LogLevel;
+  format?: "json" | "pretty";
+  /** Where lines go; stdout by default. Receives whole lines, newline-terminated. */
+  write?: (text: string) => void;
+  now?: () => Date;
+}
+
+function stdoutWriter(): (text: string) => void {
+  const g = globalThis as { Deno?: { stdout: { writeSync(b: Uint8Array): number } } };
+  if (g.Deno) {
+    const encoder = new TextEncoder();
+    return (text) => {
+      const bytes = encoder.encode(text);
+      for (let at = 0; at < bytes.length; ) at += g.Deno!.stdout.writeSync(bytes.subarray(at));
+    };
+  }
+  return (text) => void process.stdout.write(text);
+}
+
+function prettyLine(record: Record<string, unknown>): string {
+  const { time, level, msg, ...rest } = record;
+  const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
+  return `${String(time).slice(11, 23)} ${String(level).toUpperCase().padEnd(5)} ${msg}${fields.length ? `  ${fields.join(" ")}` : ""}\n`;
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const threshold = RANK[options.level];
+  const write = options.write ?? stdoutWriter();
+  const now = options.now ?? (() => new Date());
+  const pretty = options.format === "pretty";
+  let buffered: string[] = [];
+  let scheduled = false;
+
+  const flush = () => {
+    scheduled = false;
+    if (buffered.length === 0) return;
+    const text = buffered.join("");
+    buffered = [];
+    try {
+      write(text);
+    } catch {
+      // a closed stdout must not take the service down with it
+    }
+  };
+
+  const emit = (record: Record<string, unknown>) => {
+    const line = pretty ? prettyLine(record) : `${JSON.stringify(record)}\n`;
+    buffered.push(redact(line));
+    if (!scheduled) {
+      scheduled = true;
+      setTimeout(flush, 0);
+    }
+  };
+
+  const enabled = (level: Level) => RANK[level] >= threshold;
+
+  return {
+    log: (message, level = "info", fields) => {
+      if (RANK[level] < threshold) return;
+      emit({ time: now().toISOString(), level, msg: message, ...fields });
+    },
+    access: (fields) => {
+      if (RANK.info < threshold) return;
+      emit({ time: now().toISOString(), level: "info", msg: "request", ...fields });
+    },
+    enabled,
+    flush,
+  };
+}
+
+/** Request ids we keep: an incoming X-Request-Id of safe characters, else a traceparent's trace id. */
+export function incomingRequestId(headers: Headers): string | undefined {
+  const given = headers.get("X-Request-Id");
+  if (given && /^[A-Za-z0-9._:@/-]{1,128}$/.test(given)) return given;
+  const traceparent = headers.get("traceparent");
+  const trace = traceparent ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent.trim()) : null;
+  if (trace && !/^0+$/.test(trace[1])) return trace[1];
+  return undefined;
+}

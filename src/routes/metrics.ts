@@ -1,0 +1,109 @@
+// GET {site_url}/metrics: the Prometheus exposition. Never metered. With METRICS_TOKEN set it needs
+// `Authorization: Bearer <token>` (compared in constant time); without, only loopback callers
+// (the address TRUST_PROXY resolves) are answered.
+import { Hono, type Context } from "hono";
+import { sql } from "../db/queries.ts";
+import { ApiError } from "../http/errors.ts";
+import { metrics, type Gauge } from "../observe/metrics.ts";
+import type { Operation } from "../openapi/operation.ts";
+import { clientAddress } from "../mcp/hourly.ts";
+import type { RouteDeps } from "./deps.ts";
+
+/** How long a scrape waits for the database's gauges before leaving them out. */
+const GAUGE_TIMEOUT_MS = 2000;
+
+export const metricsOpenapi: Operation[] = [
+  {
+    method: "get",
+    path: "/metrics",
+    site: true,
+    operationId: "metrics",
+    tag: "Service",
+    summary: "Prometheus metrics",
+    description:
+      "The Prometheus text exposition (format 0.0.4): requests and latency by route template and status, metering outcomes, matches billed, jobs by status with the queue depth and the oldest pending job's age, worker wallets by stage, upstream calls by source and outcome, database statements in flight, and the last maintenance run per task. Never metered. With `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback callers are answered.",
+    auth: false,
+    success: { status: 200, description: "The exposition, `text/plain; version=0.0.4`", text: true },
+    errors: [
+      { status: 401, codes: ["UNAUTHORIZED (METRICS_TOKEN set, wrong or missing bearer token)"] },
+      { status: 403, codes: ["FORBIDDEN (no METRICS_TOKEN and the caller is not on loopback)"] },
+    ],
+  },
+];
+
+function isLoopback(address: string): boolean {
+  return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
+}
+
+/** Constant-time comparison of two strings of any length (their SHA-256 digests are compared). */
+async function sameSecret(given: string, expected: string): Promise<boolean> {
+  const digest = async (s: string) => new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
+  const [a, b] = await Promise.all([digest(given), digest(expected)]);
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
+
+function withTimeout<T>(work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    work,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("metrics gauge timed out")), GAUGE_TIMEOUT_MS);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** The gauges of one scrape, read from the app's database (each query once, with a timeout). */
+function scrapeGauges(deps: RouteDeps): Gauge[] {
+  const { db } = deps;
+  let jobsRead: Promise<Array<{ status: string; jobs: number; oldest_age_seconds: number | null }>> | undefined;
+  const jobs = () => (jobsRead ??= withTimeout(db.query(sql("jobs_select_metrics"), [deps.now()])));
+  let maintenanceRead: Promise<Array<{ task: string; last_success_seconds: number | null; last_status: string | null }>> | undefined;
+  const maintenance = () => (maintenanceRead ??= withTimeout(db.query(sql("maintenance_runs_select_metrics"), [])));
+  return [
+    { name: "walletid_jobs", help: "Jobs by status", read: async () => (await jobs()).map((r) => ({ labels: { status: r.status }, value: Number(r.jobs) })) },
+    {
+      name: "walletid_job_queue_depth",
+      help: "Jobs waiting for a worker",
+      read: async () => [{ value: Number((await jobs()).find((r) => r.status === "pending")?.jobs ?? 0) }],
+    },
+    {
+      name: "walletid_job_oldest_pending_age_seconds",
+      help: "Age of the oldest pending job (0 when none)",
+      read: async () => [{ value: Math.max(0, Number((await jobs()).find((r) => r.status === "pending")?.oldest_age_seconds ?? 0)) }],
+    },
+    {
+      name: "walletid_db_statements_in_flight",
+      help: "Database statements this process is waiting on (the pool in use)",
+      read: () => [{ value: metrics.dbInFlight.value }],
+    },
+    {
+      name: "walletid_maintenance_last_success_timestamp_seconds",
+      help: "Start of the newest finished run per maintenance task (0: never)",
+      read: async () => (await maintenance()).map((r) => ({ labels: { task: r.task }, value: Number(r.last_success_seconds ?? 0) })),
+    },
+    {
+      name: "walletid_maintenance_last_result",
+      help: "1 for how the last run of each maintenance task ended (done, partial, failed, off, ...)",
+      read: async () => (await maintenance()).filter((r) => r.last_status).map((r) => ({ labels: { task: r.task, result: r.last_status! }, value: 1 })),
+    },
+  ];
+}
+
+export function metricsRoutes(deps: RouteDeps, peerAddress?: (req: Request, env: unknown) => string | undefined) {
+  const app = new Hono();
+  app.get("/metrics", async (c: Context) => {
+    const token = deps.config.metricsToken;
+    if (token) {
+      const given = /^Bearer\s+(\S+)$/i.exec(c.req.header("Authorization") ?? "")?.[1] ?? "";
+      if (!(await sameSecret(given, token))) {
+        throw new ApiError(401, "UNAUTHORIZED", "Send Authorization: Bearer <METRICS_TOKEN>", { "WWW-Authenticate": 'Bearer realm="walletid-metrics"' });
+      }
+    } else if (!isLoopback(clientAddress(c.req.raw, peerAddress?.(c.req.raw, c.env), deps.config.trustProxy))) {
+      throw new ApiError(403, "FORBIDDEN", "Metrics answer loopback callers only: set METRICS_TOKEN to scrape from elsewhere");
+    }
+    return c.body(await metrics.registry.expose(scrapeGauges(deps)), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
+  });
+  return app;
+}
