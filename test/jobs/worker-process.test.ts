@@ -21,9 +21,11 @@ function startWorkerProcess(env: Record<string, string>) {
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  // log lines (JSON on stdout) and anything else
   let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   return { child, exited, output: () => output };

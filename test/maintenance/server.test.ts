@@ -8,6 +8,20 @@ import { FAKE_X_TOKEN, startFakeX } from "../support/fake-x.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { importObservations } from "../../src/index/import.ts";
 
+/** The messages of the server's JSON log lines, one a line (other output kept as it is). */
+function messages(output: string): string {
+  return output
+    .split("\n")
+    .map((line) => {
+      try {
+        return (JSON.parse(line) as { msg?: string }).msg ?? line;
+      } catch {
+        return line;
+      }
+    })
+    .join("\n");
+}
+
 const ROOT = new URL("../..", import.meta.url).pathname;
 
 test("the server re-checks reachability and materializes stats after start", { timeout: 60_000 }, async () => {
@@ -35,7 +49,7 @@ test("the server re-checks reachability and materializes stats after start", { t
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no stats run: ${output}`)), 45_000);
         const seen = () => {
-          if (output.includes('"task":"stats","status":"done"')) {
+          if (messages(output).includes('"task":"stats","status":"done"')) {
             clearTimeout(timer);
             resolve();
           }
@@ -44,7 +58,7 @@ test("the server re-checks reachability and materializes stats after start", { t
         server.stderr.on("data", (d) => ((output += d), seen()));
         void exited.then((code) => reject(new Error(`server exited ${code}: ${output}`)));
       });
-      assert.match(output, /Maintenance: \{"task":"reachability","status":"done","checked":2,"live":1,"suspended":1/);
+      assert.match(messages(output), /Maintenance: \{"task":"reachability","status":"done","checked":2,"live":1,"suspended":1/);
       const rows = await db.query("SELECT handle, reachability FROM twitter_reachability ORDER BY handle");
       assert.deepEqual(rows, [{ handle: "alice", reachability: "live" }, { handle: "bob", reachability: "suspended" }]);
       const [stats] = await db.query<{ counts: { twitter: number } }>("SELECT counts FROM stats_snapshots");
