@@ -31,6 +31,27 @@ const USAGE = `Usage: npm run admin -- <command>
   connection list --account ID
   connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)`;
 
+/** What each command does, for `<command> --help`. */
+const COMMAND_HELP: Record<string, string> = {
+  "account create": "Creates an account (with --email: an email-signup account). Prints {\"account_id\"}.",
+  "key create": `Creates an API key for the account (at most ${MAX_ACTIVE_KEYS} active). Prints {"api_key", "prefix", "key_id"}; the key is shown once.`,
+  "credits grant": "Grants --quantity (default 1) packs of --pack to the account. Prints the new balance.",
+  import: "Imports an NDJSON index file (CONTRACT's import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
+  maintain: "Runs the daily maintenance tasks once, now (default all). Prints what each did.",
+  "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
+  "connection list": "Lists the account's OAuth connections (MCP hosts).",
+  "connection revoke": "Ends an OAuth connection: its access and refresh tokens stop working at once.",
+};
+
+/** The help of `argv`'s command (its usage line and what it does), or the whole usage. */
+export function helpFor(argv: string[]): string {
+  const words = argv.filter((a) => a !== "--help" && a !== "-h" && a !== "help");
+  const name = Object.keys(COMMAND_HELP).find((c) => c === words.slice(0, c.split(" ").length).join(" "));
+  if (!name) return `${USAGE}\n\nEvery command prints JSON on stdout (use npm run --silent admin -- ... to pipe it);\nbad input is one line on stderr and exit 2, a failure one line and exit 1.\n<command> --help describes one command.`;
+  const line = USAGE.split("\n").find((l) => l.trim().startsWith(name))!.trim();
+  return `Usage: npm run admin -- ${line}\n\n${COMMAND_HELP[name]}`;
+}
+
 const MAINTAIN_TASKS = ["reachability", "stats", "all"] as const;
 
 /** Bad input on the command line: exit 2, nothing was opened. */
@@ -308,8 +329,8 @@ async function maintain(db: Db, config: Config, task: Extract<Command, { name: "
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h") {
-    console.log(USAGE);
+  if (argv[0] === "help" || argv.includes("--help") || argv.includes("-h")) {
+    console.log(helpFor(argv));
     return 0;
   }
   const command = parseCommand(argv);

@@ -1,16 +1,38 @@
 // npm run resolve -- FILE [--out results.csv|results.ndjson] [--format csv|ndjson] [--column NAME]
-//                          [--url URL] [--interval SECONDS]
+//                          [--url URL] [--interval SECONDS] [--dry-run] [--yes] [--confirm-above N]
 // A client for long lists: reads addresses (one a line, or a column of a CSV), prints the
 // estimate, submits a job with WALLETID_API_KEY, shows progress while it runs, then pages the
 // results into CSV or NDJSON (standard output without --out). FILE - reads standard input.
 import { createWriteStream, readFileSync } from "node:fs";
 import process from "node:process";
+import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const HEADER_NAMES = ["wallet", "address", "wallet_address", "wallets", "addresses"];
 
 class UsageError extends Error {}
+
+export const HELP = `Usage: WALLETID_API_KEY=... npm run resolve -- FILE [options]
+
+Resolves a list of wallet addresses with an async job: reads FILE (one address a line, or a CSV
+whose address column is found by its header, by --column, or as the first column of addresses;
+- reads standard input), prints the free estimate, submits the job, shows its progress on
+stderr, and writes the results as CSV or NDJSON (standard output without --out).
+
+Options:
+  --out PATH            write the results to PATH (.ndjson/.jsonl picks NDJSON)
+  --format csv|ndjson   the results' format (default csv, or by --out's extension)
+  --column NAME         the CSV column holding the addresses
+  --url URL             the service (default WALLETID_URL or http://localhost:8787)
+  --interval SECONDS    how often to poll the job (default 2)
+  --dry-run             print the free estimate only; submit nothing
+  --yes                 submit even when the job may bill more than --confirm-above credits
+  --confirm-above N     ask before a job that may bill more than N credits (default 1000);
+                        without a terminal to ask on, stop unless --yes
+  -h, --help            this help
+
+A job bills one credit per wallet that resolves to X or farcaster; the estimate gives the range.`;
 
 interface Options {
   file: string;
@@ -20,6 +42,9 @@ interface Options {
   url: string;
   key: string;
   intervalMs: number;
+  dryRun: boolean;
+  yes: boolean;
+  confirmAbove: number;
 }
 
 function readOptions(argv: string[]): Options {
@@ -32,6 +57,9 @@ function readOptions(argv: string[]): Options {
       column: { type: "string" },
       url: { type: "string" },
       interval: { type: "string", default: "2" },
+      "dry-run": { type: "boolean", default: false },
+      yes: { type: "boolean", short: "y", default: false },
+      "confirm-above": { type: "string", default: "1000" },
     },
   });
   if (positionals.length !== 1) throw new UsageError("Cannot resolve: give one FILE (or - for standard input)");
@@ -41,6 +69,8 @@ function readOptions(argv: string[]): Options {
   if (format !== "csv" && format !== "ndjson") throw new UsageError("Cannot resolve: --format must be csv or ndjson");
   const interval = Number(values.interval);
   if (!Number.isFinite(interval) || interval <= 0) throw new UsageError("Cannot resolve: --interval must be a number of seconds");
+  const confirmAbove = Number(values["confirm-above"]);
+  if (!Number.isInteger(confirmAbove) || confirmAbove < 0) throw new UsageError("Cannot resolve: --confirm-above must be a whole number of credits");
   return {
     file: positionals[0],
     out: values.out,
@@ -49,6 +79,9 @@ function readOptions(argv: string[]): Options {
     url: (values.url ?? process.env.WALLETID_URL ?? "http://localhost:8787").replace(/\/+$/, ""),
     key,
     intervalMs: interval * 1000,
+    dryRun: values["dry-run"]!,
+    yes: values.yes!,
+    confirmAbove,
   };
 }
 
@@ -108,10 +141,19 @@ function readAddresses(text: string, column?: string): string[] {
 }
 
 async function api(options: Options, path: string, init: RequestInit = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(path.startsWith("http") ? path : `${options.url}${path}`, {
-    ...init,
-    headers: { Authorization: `Bearer ${options.key}`, "Content-Type": "application/json", ...init.headers },
-  });
+  const url = path.startsWith("http") ? path : `${options.url}${path}`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      ...init,
+      headers: { Authorization: `Bearer ${options.key}`, "Content-Type": "application/json", ...init.headers },
+      signal: AbortSignal.timeout(60_000),
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause?.code ?? cause?.message ?? (err as Error).message;
+    throw new UsageError(`Cannot reach ${new URL(url).origin}: ${why} (is the service running? --url or WALLETID_URL names it)`);
+  }
   const text = await res.text();
   let body: any;
   try {
@@ -124,8 +166,11 @@ async function api(options: Options, path: string, init: RequestInit = {}): Prom
 
 const fmt = (n: number) => n.toLocaleString("en-US");
 
-/** The estimate of a sample the size the plan allows, scaled to the whole list. */
-async function printEstimate(options: Options, unique: string[], log: (line: string) => void): Promise<void> {
+/**
+ * The estimate of a sample the size the plan allows, scaled to the whole list. Returns the most
+ * the job may bill: the estimate's high bound, or every distinct address when there is none.
+ */
+async function printEstimate(options: Options, unique: string[], log: (line: string) => void): Promise<number> {
   const usage = await api(options, "/api/v1/usage?period=day");
   if (usage.status === 200) {
     const credits = usage.body.data.credits;
@@ -134,14 +179,14 @@ async function printEstimate(options: Options, unique: string[], log: (line: str
   }
   if (unique.length < 10) {
     log("Estimate: skipped (fewer than 10 distinct addresses).");
-    return;
+    return unique.length;
   }
   const max = typeof usage.body?.data?.plan_limits?.max_batch_size === "number" ? usage.body.data.plan_limits.max_batch_size : 50;
   const sample = unique.length <= max ? unique : Array.from({ length: max }, (_, i) => unique[Math.floor((i * unique.length) / max)]);
   const res = await api(options, "/api/v1/estimate", { method: "POST", body: JSON.stringify({ wallets: sample }) });
   if (res.status !== 200) {
-    log(`Estimate unavailable: ${res.body?.error ?? `HTTP ${res.status}`}; carrying on.`);
-    return;
+    log(`Estimate unavailable: ${res.body?.error ?? `HTTP ${res.status}`}.`);
+    return unique.length;
   }
   const d = res.body.data;
   const scale = unique.length / sample.length;
@@ -151,6 +196,23 @@ async function printEstimate(options: Options, unique: string[], log: (line: str
     `Estimate${basis}: ${s(d.in_index)} in the index, ${s(d.previously_checked_empty)} checked empty, ${s(d.never_checked)} never checked; ` +
       `would bill about ${s(d.would_bill_estimate.low)} to ${s(d.would_bill_estimate.high)} credits.`,
   );
+  return Math.min(unique.length, Math.round(d.would_bill_estimate.high * scale));
+}
+
+/** Whether to go ahead with a job that may bill `upTo` credits: asked on a terminal, else --yes. */
+async function confirmed(options: Options, upTo: number, log: (line: string) => void): Promise<boolean> {
+  if (options.yes || upTo <= options.confirmAbove) return true;
+  const question = `The job may bill up to ${fmt(upTo)} credits (over --confirm-above ${fmt(options.confirmAbove)}).`;
+  if (!process.stdin.isTTY || options.file === "-") {
+    log(`${question} Not submitted: pass --yes to go ahead, or --dry-run to see the estimate only.`);
+    return false;
+  }
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} Submit it? [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
 }
 
 function progressReporter(stream: NodeJS.WriteStream) {
@@ -194,13 +256,23 @@ function csvRow(wallet: string, r: any): string {
 }
 
 async function main(): Promise<number> {
-  const options = readOptions(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const options = readOptions(argv);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const text = options.file === "-" ? readFileSync(0, "utf8") : readFileSync(options.file, "utf8");
   const addresses = readAddresses(text, options.column);
   const unique = [...new Set(addresses.map((a) => a.toLowerCase()))];
   log(`Read ${fmt(addresses.length)} addresses (${fmt(unique.length)} distinct).`);
-  await printEstimate(options, unique, log);
+  const upTo = await printEstimate(options, unique, log);
+  if (options.dryRun) {
+    log("Dry run: nothing submitted, nothing billed.");
+    return 0;
+  }
+  if (!(await confirmed(options, upTo, log))) return 1;
 
   const sub = await api(options, "/api/v1/jobs", { method: "POST", body: JSON.stringify({ wallets: unique }) });
   if (sub.status !== 202) {
@@ -259,6 +331,12 @@ async function main(): Promise<number> {
   );
   return 0;
 }
+
+// a reader that stops early (| head) closes the pipe: end quietly, as other command-line tools do
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  throw err;
+});
 
 main().then(
   (code) => process.exit(code),

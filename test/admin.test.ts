@@ -187,6 +187,37 @@ describe("admin CLI [postgres]", () => {
     }
   });
 
+  test("--help on admin and on every command: usage on stdout, exit 0, nothing opened", async () => {
+    const whole = await admin(["--help"], {});
+    assert.equal(whole.code, 0, whole.stderr);
+    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke"]) {
+      assert.ok(whole.stdout.includes(command), `the usage names ${command}`);
+      const one = await admin([...command.split(" "), "--help"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" });
+      assert.equal(one.code, 0, `${command} --help: ${one.stderr}`);
+      assert.match(one.stdout, new RegExp(`^Usage: npm run admin -- ${command}`), one.stdout);
+      assert.ok(one.stdout.split("\n").length >= 3, `${command} --help says what it does: ${one.stdout}`);
+    }
+  });
+
+  test("the README's own command line (npm run --silent admin -- ...) prints JSON that parses", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const line = readme.split("\n").find((l) => l.startsWith("npm run --silent admin -- account create"));
+    assert.ok(line, "the README shows the admin commands with npm run --silent");
+    const command = line!.split("#")[0].replace("[--email E]", "").trim();
+    const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn("sh", ["-c", command], { cwd: REPO, env: { ...process.env, ...env } });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.equal(out.code, 0, out.stderr);
+    const created = JSON.parse(out.stdout).account_id as string;
+    assert.match(created, /^[0-9a-f-]{36}$/);
+    await db.query("DELETE FROM accounts WHERE id = $1", [created]); // the tests below count accounts
+  });
+
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { openTestDatabase, type TestDatabase } from "./support/db.ts";
 import { createCustomer, type Clock } from "./support/server.ts";
 import { loadFixtures, W } from "./support/fixtures.ts";
+import { freePort } from "./support/ports.ts";
 import { liveFarcaster, startJobBench, unknown, type JobBench } from "./jobs/support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -106,4 +107,81 @@ test("on a terminal the progress is a bar redrawn in place", { timeout: 60_000 }
   assert.match(terminal, /\r\[#{30}\] 100% 12\/12 completed/);
   assert.doesNotMatch(terminal, /^progress /m, "no plain progress lines on a terminal");
   assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 13);
+});
+
+test("--help: the usage on stdout, exit 0, nothing read or sent", async () => {
+  const run = await resolve(["--help"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /^Usage: WALLETID_API_KEY=\.\.\. npm run resolve -- FILE \[options\]/);
+  for (const option of ["--dry-run", "--yes", "--confirm-above", "--out", "--format", "--column", "--url", "--interval"]) assert.ok(run.stdout.includes(option), option);
+});
+
+async function jobCount(): Promise<number> {
+  return (await database.db.query<{ n: number }>("SELECT count(*)::integer AS n FROM jobs"))[0].n;
+}
+
+test("--dry-run prints the free estimate and submits nothing", { timeout: 60_000 }, async () => {
+  const input = join(dir, "dry.txt");
+  writeFileSync(input, Array.from({ length: 12 }, (_, i) => liveFarcaster(3400 + i)).join("\n"));
+  const before = await jobCount();
+  const run = await resolve([input, "--dry-run"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /Estimate: .* would bill about \d+ to \d+ credits\./);
+  assert.match(run.stderr, /Dry run: nothing submitted, nothing billed\./);
+  assert.doesNotMatch(run.stderr, /Submitted/);
+  assert.equal(run.stdout, "");
+  assert.equal(await jobCount(), before);
+});
+
+test("a job that may bill more than --confirm-above is not submitted without --yes when there is no terminal to ask", { timeout: 60_000 }, async () => {
+  const input = join(dir, "confirm.txt");
+  writeFileSync(input, Array.from({ length: 6 }, (_, i) => liveFarcaster(3500 + i)).join("\n"));
+  const before = await jobCount();
+  const refused = await resolve([input, "--confirm-above", "3"]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /The job may bill up to 6 credits \(over --confirm-above 3\)\. Not submitted: pass --yes/);
+  assert.equal(await jobCount(), before);
+  const agreed = await resolve([input, "--confirm-above", "3", "--yes", "--format", "ndjson", "--interval", "0.1"]);
+  assert.equal(agreed.code, 0, agreed.stderr);
+  assert.match(agreed.stderr, /Submitted job/);
+  assert.equal(agreed.stdout.trim().split("\n").length, 6);
+});
+
+test("an unreachable service is named in one line, never a stack", { timeout: 60_000 }, async () => {
+  const input = join(dir, "nowhere.txt");
+  writeFileSync(input, `${W.ensOnly}\n`);
+  const port = await freePort(); // nothing listens there
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/resolve.ts", input], {
+    cwd: ROOT,
+    env: { ...process.env, WALLETID_API_KEY: apiKey, WALLETID_URL: `http://127.0.0.1:${port}` },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+  const code = await new Promise((r) => child.once("exit", r));
+  assert.equal(code, 1);
+  const lines = stderr.split("\n").filter((l) => l && !l.startsWith("Read "));
+  assert.equal(lines.length, 1, stderr);
+  assert.match(lines[0], new RegExp(`^Cannot reach http://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
+  assert.doesNotMatch(stderr, /\n\s+at /);
+});
+
+test("a reader that stops early (| head -1) ends the client quietly with exit 0", { timeout: 120_000 }, async () => {
+  const input = join(dir, "many.txt");
+  writeFileSync(input, Array.from({ length: 300 }, (_, i) => unknown(3600 + i)).join("\n"));
+  const command = `${process.execPath} --import tsx scripts/resolve.ts ${input} --format ndjson --interval 0.1 --yes | head -1; echo "status=\${PIPESTATUS[0]}"`;
+  const child = spawn("bash", ["-c", command], {
+    cwd: ROOT,
+    env: { ...process.env, WALLETID_API_KEY: apiKey, WALLETID_URL: bench.server.url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+  await new Promise((r) => child.once("exit", r));
+  const [first, status] = stdout.trim().split("\n");
+  assert.equal(JSON.parse(first).found, false);
+  assert.equal(status, "status=0", stderr);
+  assert.doesNotMatch(stderr, /EPIPE|\n\s+at /);
 });
