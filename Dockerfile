@@ -1,6 +1,7 @@
 # walletid on PostgreSQL: docker build -t walletid . && docker run -e DATABASE_URL=postgres://... -p 8787:8787 walletid
 # Stage 1 installs the runtime dependencies only (tsx is one: the server runs its TypeScript as is).
-FROM node:20-bookworm-slim AS deps
+# Node 26, the Active LTS line since October 2026
+FROM node:26-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # postinstall fixes two bugs of postgres.js in node_modules (README, Performance notes)
@@ -8,8 +9,10 @@ COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund
 
 # Stage 2 is the image: node_modules from stage 1 and the sources, run as the unprivileged `node` user.
-FROM node:20-bookworm-slim
-ENV NODE_ENV=production PORT=8787 HOST=0.0.0.0
+FROM node:26-slim
+# REQUIRE_DATABASE_URL: the image holds no embedded database (nor a writable data directory), so
+# a start without DATABASE_URL stops with one line saying to set it
+ENV NODE_ENV=production PORT=8787 HOST=0.0.0.0 REQUIRE_DATABASE_URL=1
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./

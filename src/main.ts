@@ -101,6 +101,9 @@ function describe(reason: unknown): string {
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
+  if (!config.databaseUrl && process.env.REQUIRE_DATABASE_URL === "1") {
+    throw new Error("Cannot start: set DATABASE_URL to a postgres:// URL (this image has no embedded database)");
+  }
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   const log = logger.log;
   process.on("exit", () => logger.flush());

@@ -91,6 +91,13 @@ const final = allStages.at(-1)!;
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 
 describe("Dockerfile", () => {
+  test("every stage is on the current Node LTS line (26, Active LTS since October 2026)", () => {
+    for (const stage of allStages) {
+      const from = stage.find((i) => i.keyword === "FROM")!;
+      assert.match(from.args, /^node:26(-|$)/, `FROM ${from.args}`);
+    }
+  });
+
   test("is multi-stage and the image runs as a non-root user", () => {
     assert.ok(allStages.length >= 2, `at least two FROM stages, found ${allStages.length}`);
     const users = final.filter((i) => i.keyword === "USER").map((i) => i.args);
@@ -255,6 +262,17 @@ describe("the image's command, replayed locally", () => {
       assert.equal(await probe(), 0, "HEALTHCHECK passes while the database answers");
       await database.drop();
       assert.notEqual(await probe(), 0, "HEALTHCHECK fails once the database is gone");
+      // started without DATABASE_URL, the image's CMD stops at once with one line saying to set it
+      const bare = await run(argv[0] === "node" ? process.execPath : argv[0], argv.slice(1), {
+        cwd: appDir,
+        env: { PATH: process.env.PATH!, ...envOf(final), PORT: String(await freePort()) },
+        timeout: 60_000,
+      }).then(
+        () => ({ code: 0, stderr: "" }),
+        (err: { code?: number; stderr?: string }) => ({ code: err.code ?? 1, stderr: String(err.stderr ?? "") }),
+      );
+      assert.equal(bare.code, 1);
+      assert.equal(bare.stderr, "Cannot start: set DATABASE_URL to a postgres:// URL (this image has no embedded database)\n");
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 503);
     } finally {
       child.kill("SIGTERM");
