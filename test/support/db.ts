@@ -1,11 +1,12 @@
 // Runs a suite once against embedded PGlite and once against a fresh database on the
-// machine's PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test).
+// machine's PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres, the
+// maintenance database every server has; the suites only create and drop their own databases there).
 import { after, before, describe } from "node:test";
 import postgres from "postgres";
 import { openDatabase } from "../../src/db/open.ts";
 import type { Db, DbTimeouts } from "../../src/db/types.ts";
 
-export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /**
  * The suites test behaviour, not the machine's speed: they run with long database timeouts, so
