@@ -1,5 +1,6 @@
-// Opens the database named by config: PostgreSQL when DATABASE_URL is set, else embedded PGlite.
-import { openPglite } from "./pglite.ts";
+// Opens the database named by config: PostgreSQL when DATABASE_URL is set, else embedded PGlite,
+// loaded only then (PGlite is a devDependency: the container image, which needs DATABASE_URL,
+// does not install it).
 import { openPostgres } from "./postgres.ts";
 import { migrate } from "./migrate.ts";
 import { loadQueries } from "./queries.ts";
@@ -9,7 +10,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir?: st
   loadQueries();
   const db = options.databaseUrl
     ? openPostgres(options.databaseUrl, { max: options.max, timeouts: options.timeouts })
-    : await openPglite(options.dataDir, options.timeouts);
+    : await (await import("./pglite.ts")).openPglite(options.dataDir, options.timeouts);
   await migrate(db);
   return db;
 }
