@@ -227,7 +227,7 @@ async function startServer(
   for (;;) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const started = spawnServer(entry, { ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent" });
+    const started = spawnServer(entry, { LOG_LEVEL: "silent", ...env, PORT: String(port), HOST: "127.0.0.1" });
     let stopping = false;
     let failure: string | undefined;
     void started.exited.then(({ code, signal }) => {
@@ -261,7 +261,7 @@ async function startServer(
 
 // ---- load ---------------------------------------------------------------------------------
 
-type CaseId = "baseline" | "metered" | "batch" | "metered-before" | "batch-before";
+type CaseId = "baseline" | "metered" | "batch" | "metered-before" | "batch-before" | "metered-observed";
 
 interface BenchCase {
   id: CaseId;
@@ -289,7 +289,7 @@ function randomWallet(wallets: number): string {
     : `0x${randomBytes(20).toString("hex")}`;
 }
 
-function benchCases(servers: { real: string; baseline: string; before?: string }, apiKey: string, wallets: number): BenchCase[] {
+function benchCases(servers: { real: string; baseline: string; observed: string; before?: string }, apiKey: string, wallets: number): BenchCase[] {
   const auth = { Authorization: `Bearer ${apiKey}` };
   const single = (req: autocannon.Request) => ({ ...req, path: `/api/v1/wallet/${randomWallet(wallets)}` });
   const metered = (url: string, suffix: string): BenchCase[] => [
@@ -325,6 +325,13 @@ function benchCases(servers: { real: string; baseline: string; before?: string }
       walletsPerRequest: 1,
     },
     ...metered(servers.real, ""),
+    {
+      id: "metered-observed",
+      label: "metered GET /wallet (access log and metrics on)",
+      url: servers.observed,
+      request: { method: "GET", headers: auth, setupRequest: single },
+      walletsPerRequest: 1,
+    },
     ...(servers.before ? metered(servers.before, "-before") : []),
   ];
 }
@@ -548,20 +555,23 @@ async function main(): Promise<number> {
       log("Wrote .bench/reverse-results.json");
       return exitCode;
     }
+    // the metered servers run without logs or metrics, and one beside them with both (an access
+    // line per request on a pipe the bench drains), so their cost is measured side by side
     const started = await Promise.allSettled([
-      startServer("real", settings.serverEntry, env, { retryForMs, log }),
+      startServer("real", settings.serverEntry, { ...env, METRICS: "off" }, { retryForMs, log }),
       startServer("baseline", "scripts/bench-baseline.ts", env, { retryForMs, log }),
+      startServer("observed", settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }, { retryForMs, log }),
       ...(settings.beforeEntry ? [startServer("before", settings.beforeEntry, env, { retryForMs, log })] : []),
     ]);
     for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
     for (const s of started) if (s.status === "rejected") throw s.reason;
-    const [real, baseline, before] = servers;
+    const [real, baseline, observed, before] = servers;
 
     const problems = await checkSameAnswers(real.url, baseline.url, apiKey, settings.wallets);
     if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
     for (const p of problems) log(`WARNING: ${p}`);
 
-    const cases = benchCases({ real: real.url, baseline: baseline.url, before: before?.url }, apiKey, settings.wallets);
+    const cases = benchCases({ real: real.url, baseline: baseline.url, observed: observed.url, before: before?.url }, apiKey, settings.wallets);
     const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
     log(
       `Driving ${settings.connections} connections: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} rounds of ` +
@@ -596,6 +606,11 @@ async function main(): Promise<number> {
     printTable(reports);
     console.log("");
     console.log(`metered single / baseline single: ${ratio.toFixed(2)} (target >= ${RATIO_TARGET})${ratio < RATIO_TARGET ? "  BELOW TARGET" : ""}`);
+    const observedRatio = byId["metered-observed"].rps / byId.metered.rps;
+    console.log(
+      `access log and metrics on / off (metered GET /wallet): ${observedRatio.toFixed(2)}, a cost of ${((1 - observedRatio) * 100).toFixed(1)}% ` +
+        `(target at most 5%; by round: ${byId["metered-observed"].rounds.map((r, i) => (r.rps / byId.metered.rounds[i].rps).toFixed(2)).join(", ")})`,
+    );
     for (const id of ["metered", "batch"] as const) {
       const earlier = byId[`${id}-before`];
       if (earlier) console.log(`${byId[id].label} / the same before: ${(byId[id].rps / earlier.rps).toFixed(2)} (median req/s ${byId[id].rps.toFixed(0)} vs ${earlier.rps.toFixed(0)})`);
@@ -624,7 +639,7 @@ async function main(): Promise<number> {
       cases: byId,
       reverse,
       mcp,
-      ratio: { meteredSingleOverBaseline: ratio, target: RATIO_TARGET },
+      ratio: { meteredSingleOverBaseline: ratio, target: RATIO_TARGET, observedOverMetered: observedRatio },
       metering,
     };
     mkdirSync(join(ROOT, ".bench"), { recursive: true });

@@ -154,18 +154,22 @@ function routeTemplate(c: Context): string {
   return route?.path ?? "unmatched";
 }
 
-/** Counts and times every request for /metrics, and writes its access line. */
-export function observeRequests(logger: Logger | undefined): MiddlewareHandler {
+/** Counts and times every request for /metrics (unless `count` is off), and writes its access line. */
+export function observeRequests(logger: Logger | undefined, count: boolean): MiddlewareHandler {
+  const access = logger?.enabled("info") ? logger : undefined;
   return async (c, next) => {
+    if (!count && !access) return await next();
     const started = performance.now();
     await next();
     const ms = performance.now() - started;
     const m = c.get("meter");
     const route = routeTemplate(c);
     const status = c.res.status;
-    metrics.requests.inc({ route, method: c.req.method, status: String(status) });
-    metrics.latency.observe({ route, method: c.req.method }, ms / 1000);
-    logger?.access({
+    if (count) {
+      metrics.requests.inc({ route, method: c.req.method, status: String(status) });
+      metrics.latency.observe({ route, method: c.req.method }, ms / 1000);
+    }
+    access?.access({
       request_id: c.get("requestId") ?? "",
       method: c.req.method,
       route,
@@ -195,7 +199,7 @@ export function createApp(deps: AppDeps): App {
 
   const app = new Hono();
 
-  app.use(observeRequests(deps.logger));
+  app.use(observeRequests(deps.logger, deps.config.metrics));
   app.use(requestIdAndCors());
   app.use(headRequests(log));
   // validators for the documents that change with a release, and /stats that changes once a day

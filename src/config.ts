@@ -21,6 +21,7 @@ const EnvSchema = v.object({
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
   LOG_FORMAT: v.optional(v.picklist(["json", "pretty"]), "json"),
   SHUTDOWN_GRACE_MS: v.optional(Int(0, 600_000), "10000"),
+  METRICS: v.optional(v.picklist(["on", "off"]), "on"),
   METRICS_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   NEYNAR_API_URL: v.optional(Url),
   NEYNAR_API_KEY: v.optional(v.string()),
@@ -55,6 +56,8 @@ export interface Config {
   logFormat: "json" | "pretty";
   /** On SIGTERM, how long requests in flight may take before their connections are cut. */
   shutdownGraceMs: number;
+  /** METRICS=off: requests are not counted or timed (GET /metrics still answers, with the rest). */
+  metrics: boolean;
   /** Bearer token for GET /metrics; when unset, /metrics answers loopback callers only. */
   metricsToken?: string;
   /**
@@ -115,6 +118,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     logFormat: e.LOG_FORMAT,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     metricsToken: e.METRICS_TOKEN,
+    metrics: e.METRICS === "on",
     cursorSecret: e.CURSOR_SECRET,
     trustProxy: e.TRUST_PROXY,
     upstreams: {

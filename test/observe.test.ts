@@ -199,6 +199,19 @@ eachDatabase("logs and metrics through a server", (get) => {
     assert.ok(!log.includes(c.apiKey.slice(9)), "not even the key's random part");
   });
 
+  test("METRICS=off: requests are neither counted nor timed", async () => {
+    const quiet = await startServer(get().db, { clock: createClock(START), env: { METRICS: "off" } });
+    try {
+      const read = async () => (await (await quiet.request("/metrics")).text());
+      const labels = { route: "/healthz", method: "GET", status: "200" };
+      const before = sample(await read(), "walletid_http_requests_total", labels);
+      for (let i = 0; i < 3; i++) await (await quiet.request("/healthz")).text();
+      assert.equal(sample(await read(), "walletid_http_requests_total", labels), before);
+    } finally {
+      await quiet.close();
+    }
+  });
+
   test("/metrics without METRICS_TOKEN answers loopback only; with it, only the bearer of the token", async () => {
     const proxied = await startServer(get().db, { clock: createClock(START), env: { TRUST_PROXY: "1" } });
     try {
