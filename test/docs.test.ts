@@ -84,9 +84,15 @@ describe("GET /docs in headless Chromium", () => {
           for (const status of Object.keys(item[method].responses)) {
             assert.ok(section.includes(`>${status}</span>`), `${method.toUpperCase()} ${served} shows its ${status} response`);
           }
+          assert.ok(section.includes('<pre class="curl">curl '), `${method.toUpperCase()} ${served} shows a curl example`);
         }
       }
       assert.ok(endpoints >= 7, `the document has the endpoints: ${endpoints}`);
+      // the named schemas have their own sections, the recorded examples are shown, and the
+      // navigation stays in view (its style, as Chromium parsed it)
+      for (const name of Object.keys(doc.components.schemas)) assert.ok(dom.includes(`id="schema-${name}"`), `a section for the schema ${name}`);
+      assert.ok(dom.includes("Example (a real response, recorded by the test suite)"), "recorded examples on the page");
+      assert.match(dom, /nav\{[^}]*position:\s*sticky/, "the navigation is sticky");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -142,7 +142,7 @@ export const BatchResponse = v.strictObject({
   meta: v.strictObject({ requested: Count, found: Count, not_found: Count, matched: Count }),
 });
 
-const ReverseRow = v.strictObject({
+export const ReverseRow = v.strictObject({
   ...identityEntries,
   quality_score: v.pipe(v.number(), v.minValue(0), v.maxValue(100), v.description("Same scale as quality.score")),
 });
@@ -191,7 +191,7 @@ export const JobSubmitResponse = v.strictObject({
   meta: v.strictObject({ submitted_at: Timestamp }),
 });
 
-const JobResultRow = v.strictObject({
+export const JobResultRow = v.strictObject({
   ...identityEntries,
   farcaster: v.optional(
     v.strictObject({

@@ -11,8 +11,10 @@ function prose(text: string): string {
   return escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
 }
 
+/** A JSON Schema as text, its $refs to named schemas linked to their section of the page. */
 function schemaBlock(schema: unknown): string {
-  return `<pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
+  const text = escapeHtml(JSON.stringify(schema, null, 2));
+  return `<pre>${text.replace(/&#34;#\/components\/schemas\/(\w+)&#34;/g, '<a href="#schema-$1">&#34;#/components/schemas/$1&#34;</a>')}</pre>`;
 }
 
 /** The path as a client sends it: the server's path prefix (e.g. /api/v1) plus the template. */
@@ -37,7 +39,9 @@ function responsesList(responses: Json): string {
     .map(([status, r]) => {
       const content = r.content ? Object.entries(r.content as Json)[0] : undefined;
       const headers = Object.keys(r.headers ?? {}).map((h) => `<code>${escapeHtml(h)}</code>`).join(" ");
-      return `<details${status.startsWith("2") ? " open" : ""}><summary><span class="status s${status[0]}">${status}</span> ${prose(r.description)}</summary>${headers ? `<p>Headers: ${headers}</p>` : ""}${content ? `<p><code>${escapeHtml(content[0])}</code></p>${schemaBlock(content[1].schema)}` : ""}</details>`;
+      const example = content?.[1].examples?.recorded?.value;
+      const exampleBlock = example === undefined ? "" : `<p class="example">Example (a real response, recorded by the test suite):</p><pre class="example">${escapeHtml(JSON.stringify(example, null, 2))}</pre>`;
+      return `<details${status.startsWith("2") ? " open" : ""}><summary><span class="status s${status[0]}">${status}</span> ${prose(r.description)}</summary>${headers ? `<p>Headers: ${headers}</p>` : ""}${content ? `<p><code>${escapeHtml(content[0])}</code></p>${schemaBlock(content[1].schema)}${exampleBlock}` : ""}</details>`;
     })
     .join("");
   return `<h4>Responses</h4>${items}`;
@@ -56,19 +60,21 @@ function operationSection(document: Json, path: string, method: string, op: Json
   const body = bodyContent
     ? `<h4>Request body</h4><p><code>${escapeHtml(bodyType!)}</code>, required</p>${schemaBlock(bodyContent.schema)}`
     : "";
+  const curl = (op["x-codeSamples"] as Json[] | undefined)?.find((sample) => sample.label === "curl")?.source as string | undefined;
+  const request = curl ? `<h4>Example request</h4><pre class="curl">${escapeHtml(curl)}</pre>` : "";
   return `<section class="op" id="${escapeHtml(op.operationId)}">
 <h3><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${escapeHtml(full)}</code></h3>
 <p class="summary">${prose(op.summary)}</p>
 <p>${prose(op.description)}</p>
 <p>Authentication: ${auth}</p>
-${parametersTable(op.parameters ?? [])}${body}${responsesList(op.responses)}
+${request}${parametersTable(op.parameters ?? [])}${body}${responsesList(op.responses)}
 </section>`;
 }
 
 const STYLE = `
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2330;background:#fff}
 header{background:#1d2330;color:#fff;padding:20px 32px}header h1{margin:0 0 4px}
-main{display:flex}nav{min-width:280px;padding:16px 24px;border-right:1px solid #e3e6ec}
+main{display:flex;align-items:flex-start}nav{min-width:280px;padding:16px 24px;border-right:1px solid #e3e6ec;position:sticky;top:0;max-height:100vh;overflow-y:auto;box-sizing:border-box}
 nav ul{list-style:none;padding:0;margin:0 0 12px}nav li{margin:4px 0;white-space:nowrap}nav a{color:#1d2330;text-decoration:none}
 article{padding:16px 32px;max-width:1000px;flex:1;min-width:0}header code{color:#1d2330}section.op{border-bottom:1px solid #e3e6ec;padding:8px 0 16px}
 .method{display:inline-block;min-width:48px;text-align:center;border-radius:4px;color:#fff;font-size:13px;padding:2px 6px}
@@ -97,14 +103,18 @@ export function renderDocsPage(document: Json): string {
   const sections = tags
     .map((tag) => `<h2>${escapeHtml(tag)}</h2>${ops.filter((o) => o.op.tags[0] === tag).map((o) => operationSection(document, o.path, o.method, o.op)).join("\n")}`)
     .join("\n");
+  const schemas = Object.entries((document.components.schemas ?? {}) as Json);
+  const schemaNav = `<h4>Schemas</h4><ul>${schemas.map(([name]) => `<li><a href="#schema-${escapeHtml(name)}">${escapeHtml(name)}</a></li>`).join("")}</ul>`;
+  const schemaSections = `<h2 id="schemas">Schemas</h2>${schemas.map(([name, schema]) => `<section class="schema" id="schema-${escapeHtml(name)}"><h3>${escapeHtml(name)}</h3>${schemaBlock(schema)}</section>`).join("\n")}`;
   const schemes = Object.values(document.components.securitySchemes as Json).map((s: Json) => `<li>${prose(s.description)}</li>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(document.info.title)} API reference ${escapeHtml(document.info.version)}</title><style>${STYLE}</style></head>
 <body><header><h1>${escapeHtml(document.info.title)} API reference</h1><div>Version ${escapeHtml(document.info.version)} · base URL <code>${escapeHtml(document.servers[0].url)}</code> · <a style="color:#9cc3ff" href="${escapeHtml(new URL(document.servers[0].url).pathname)}/openapi.json">openapi.json</a> (OpenAPI ${escapeHtml(document.openapi)})</div></header>
-<main><nav>${nav}</nav><article>
+<main><nav>${nav}${schemaNav}</nav><article>
 <p>${prose(document.info.description)}</p>
 <h2>Authentication</h2><ul>${schemes}</ul>
 ${sections}
+${schemaSections}
 </article></main></body></html>`;
 }

@@ -2,8 +2,27 @@
 // valibot schemas to JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1).
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { errorSchema, oauthErrorSchema } from "../http/schemas.ts";
+import {
+  BatchResponse,
+  BatchRow,
+  EstimateResponse,
+  errorSchema,
+  HealthResponse,
+  JobPollResponse,
+  JobResultRow,
+  JobSubmitResponse,
+  oauthErrorSchema,
+  ReverseFarcasterResponse,
+  ReverseRow,
+  ReverseTwitterResponse,
+  StatsResponse,
+  UsageResponse,
+  WalletLookupResponse,
+  WalletRecord,
+} from "../http/schemas.ts";
 import { RESPONSE_HEADERS, type ErrorCase, type Operation } from "./operation.ts";
+import { curlExample } from "./examples.ts";
+import { RECORDED_EXAMPLES } from "./recorded-examples.ts";
 
 type Json = Record<string, unknown>;
 
@@ -28,6 +47,48 @@ export function jsonSchema(schema: v.GenericSchema): Json {
   const { $schema: _, ...rest } = toJsonSchema(schema, { target: "draft-2020-12", errorMode: "throw" }) as Json;
   return rest;
 }
+
+/**
+ * The response bodies and records clients meet again and again, as named component schemas
+ * (generated clients get named types): wherever one of these valibot schemas appears, the
+ * document has a $ref to #/components/schemas/<name>.
+ */
+export const NAMED_SCHEMAS: Record<string, v.GenericSchema> = {
+  WalletRecord,
+  BatchRecord: BatchRow,
+  ReverseRecord: ReverseRow,
+  JobResultRecord: JobResultRow,
+  WalletResponse: WalletLookupResponse,
+  BatchResponse,
+  ReverseTwitterResponse,
+  ReverseFarcasterResponse,
+  Estimate: EstimateResponse,
+  JobSubmitted: JobSubmitResponse,
+  Job: JobPollResponse,
+  Stats: StatsResponse,
+  Usage: UsageResponse,
+  Health: HealthResponse,
+};
+
+/** The generic error body, named; each operation's error responses narrow `code` to its own codes. */
+const ERROR_COMPONENT = jsonSchema(
+  v.strictObject({
+    error: v.pipe(v.string(), v.description("Human-readable message: the thing, then the reason")),
+    code: v.pipe(v.string(), v.description("Machine-readable code, stable across releases")),
+  }),
+);
+
+const toComponents = (node: Json): Json => JSON.parse(JSON.stringify(node).replaceAll('"#/$defs/', '"#/components/schemas/'));
+
+/** A success body's JSON Schema with the named schemas as $refs; their definitions go to `into`. */
+function namedJsonSchema(schema: v.GenericSchema, into: Json): Json {
+  const { $schema: _, $defs, ...rest } = toJsonSchema(schema, { target: "draft-2020-12", errorMode: "throw", definitions: NAMED_SCHEMAS }) as Json;
+  for (const [name, definition] of Object.entries(($defs ?? {}) as Json)) into[name] = toComponents(definition as Json);
+  return toComponents(rest);
+}
+
+/** Named schemas met while building one document. */
+let components: Json = {};
 
 function headerRefs(names: string[]): Json {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
@@ -77,10 +138,11 @@ function responses(op: Operation): Json {
             ? { "text/html": { schema: { type: "string" } } }
             : op.success.text
             ? { "text/plain": { schema: { type: "string" } } }
-            : { "application/json": { schema: op.success.schema ? jsonSchema(op.success.schema) : {} } },
+            : { "application/json": { schema: op.success.schema ? namedJsonSchema(op.success.schema, components) : {} } },
         }),
   };
   const out: Json = { [String(op.success.status)]: success };
+  const recorded = RECORDED_EXAMPLES[op.operationId];
   for (const { status, codes, headers: extra, schema } of errorCases(op)) {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
@@ -98,10 +160,18 @@ function responses(op: Operation): Json {
         : { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
     };
   }
+  // the response example: a real response recorded by the test suite, under the status it had
+  const at = recorded ? (out[String(recorded.status)] as Json | undefined) : undefined;
+  const json = (at?.content as Json | undefined)?.["application/json"] as Json | undefined;
+  if (recorded && json) json.examples = { recorded: { summary: "A real response, recorded by the test suite", value: recorded.body } };
   return out;
 }
 
+/** The server URLs the curl examples use: {base_url} and {site_url} of this document. */
+let exampleUrls = { base: "", site: "" };
+
 function operationObject(op: Operation): Json {
+  const curl = curlExample(op, exampleUrls);
   return {
     operationId: op.operationId,
     tags: [op.tag],
@@ -116,6 +186,7 @@ function operationObject(op: Operation): Json {
       ? { requestBody: { required: true, content: { "application/x-www-form-urlencoded": { schema: jsonSchema(op.formBody) } } } }
       : {}),
     responses: responses(op),
+    ...(curl ? { "x-codeSamples": [{ lang: "Shell", label: "curl", source: curl }] } : {}),
   };
 }
 
@@ -136,6 +207,8 @@ function headObject(op: Operation): Json {
 
 /** The OpenAPI 3.1.0 document of the given operations, served under `publicUrl`. */
 export function buildOpenApiDocument(operations: Operation[], options: { publicUrl: string }): Json {
+  components = {};
+  exampleUrls = { base: `${options.publicUrl}/api/v1`, site: options.publicUrl };
   const paths: Record<string, Json> = {};
   for (const op of operations) {
     const item = (paths[op.path] ??= op.site ? { servers: [{ url: options.publicUrl, description: "{site_url}" }] } : {});
@@ -155,6 +228,7 @@ export function buildOpenApiDocument(operations: Operation[], options: { publicU
     tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),
     paths,
     components: {
+      schemas: { ...Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))), Error: ERROR_COMPONENT },
       securitySchemes: {
         bearerApiKey: {
           type: "http",
