@@ -145,11 +145,13 @@ async function main(): Promise<void> {
     : async () => {};
   if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
   // once shutting down, every response says Connection: close, so no client sends another request
-  // on a connection about to close (a request that races a close is reset unread, never billed)
+  // on a connection about to close (a request that races a close is reset unread, never billed).
+  // Node only: Deno's shutdown() and Bun's stop() close their connections themselves.
   let draining = false;
+  const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
   const fetch = async (req: Request, env?: unknown) => {
     const res = await app.fetch(req, env);
-    if (draining) {
+    if (draining && onNode) {
       try {
         res.headers.set("Connection", "close");
       } catch {
