@@ -142,7 +142,7 @@ function responses(op: Operation): Json {
         }),
   };
   const out: Json = { [String(op.success.status)]: success };
-  for (const { status, codes, headers: extra, schema } of errorCases(op)) {
+  for (const { status, codes, headers: extra, schema, description } of errorCases(op)) {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
@@ -151,7 +151,7 @@ function responses(op: Operation): Json {
       "X-Request-Id",
     ];
     out[String(status)] = {
-      description: `${ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
+      description: `${description ?? ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
       headers: headerRefs(headers),
       // the OAuth endpoints' own errors are RFC 6749 JSON (or a page); a 500 is the house shape
       content: op.oauthErrors && status !== 500 && op.success.html
