@@ -507,6 +507,7 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
+  const startedAt = performance.now();
   const log = (line: string) => console.log(line);
   const runs = (group: Group) => settings.case === "all" || settings.case === group;
 
@@ -536,7 +537,7 @@ async function main(): Promise<number> {
     const start = (name: string, entry: string, serverEnv: Record<string, string>) => startServer(name, entry, serverEnv, { retryForMs, log });
 
     // the metered servers run without logs or metrics, and one beside them with both (an access
-    // line per request on a pipe the bench drains), so their cost is measured side by side
+    // line per request, to its log file under .bench/), so their cost is measured side by side
     const started = await Promise.allSettled([
       ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
       ...(runs("lookup")
@@ -568,11 +569,24 @@ async function main(): Promise<number> {
     }
     const summaries = cases.length > 0 ? await runRounds(db, cases, settings, log) : [];
 
-    let mcp: McpFigures | undefined;
-    if (runs("mcp")) {
+    // a case that fails costs its own figures only: the run goes on, reports it, and exits 1
+    const failed: Group[] = [];
+    const attempt = async <T>(group: Group, run: () => Promise<T>): Promise<T | undefined> => {
+      if (!runs(group)) return undefined;
       log("");
+      try {
+        return await run();
+      } catch (err) {
+        log(`The ${group} case failed: ${(err as Error).message}`);
+        failed.push(group);
+        exitCode = 1;
+        return undefined;
+      }
+    };
+
+    const mcp = await attempt("mcp", () => {
       log(`MCP: ${settings.connections} SDK clients calling walletid_resolve_wallets, beside REST GET /wallet from as many fetch callers.`);
-      mcp = await benchMcp({
+      return benchMcp({
         url: real!.url,
         apiKey: keys.single,
         clients: settings.connections,
@@ -582,15 +596,13 @@ async function main(): Promise<number> {
         pickWallet: () => randomWallet(settings.wallets),
         log,
       });
-    }
+    });
     for (const s of servers) if (s.failure()) throw new Error(s.failure());
     await stopAll();
     const metering = cases.length > 0 ? await readMetering(db) : undefined;
 
-    let job: JobCaseReport | undefined;
-    if (runs("job")) {
-      log("");
-      job = await runJobCase({
+    const job = await attempt("job", () =>
+      runJobCase({
         db,
         databaseUrl: index.databaseUrl,
         apiKey: first.apiKey,
@@ -599,12 +611,10 @@ async function main(): Promise<number> {
         serverEntry: settings.serverEntry,
         startServer: start,
         log,
-      });
-    }
-    let purchase: PurchaseCaseReport | undefined;
-    if (runs("purchase")) {
-      log("");
-      purchase = await runPurchaseCase({
+      }),
+    );
+    const purchase = await attempt("purchase", () =>
+      runPurchaseCase({
         db,
         databaseUrl: index.databaseUrl,
         serverEntry: settings.serverEntry,
@@ -612,8 +622,8 @@ async function main(): Promise<number> {
         seconds: settings.durationSeconds,
         startServer: start,
         log,
-      });
-    }
+      }),
+    );
 
     // everything side by side at the end, where the run's last screen shows it
     const byId = Object.fromEntries(summaries.map((s) => [s.id, s])) as Partial<Record<CaseId, CaseSummary>>;
@@ -645,7 +655,7 @@ async function main(): Promise<number> {
       log("");
       printPurchaseReport(purchase, log);
     }
-    const targets = checkTargets({ cases: byId, mcp, job });
+    const targets = checkTargets({ cases: byId, mcp, job, failed });
     log("");
     printTargets(targets, log);
 
@@ -660,11 +670,13 @@ async function main(): Promise<number> {
       mcp,
       job,
       purchase,
+      failed,
       targets,
     };
     mkdirSync(join(ROOT, ".bench"), { recursive: true });
     writeFileSync(join(ROOT, ".bench", RESULTS_FILE[settings.case]), `${JSON.stringify(results, null, 2)}\n`);
-    log(`Wrote .bench/${RESULTS_FILE[settings.case]}`);
+    const seconds = Math.round((performance.now() - startedAt) / 1000);
+    log(`Wrote .bench/${RESULTS_FILE[settings.case]} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
   } catch (err) {
     console.error((err as Error).message);
     exitCode = 1;

@@ -111,4 +111,11 @@ describe("the bench's targets", () => {
     assert.equal(v["MCP >= 0.5 of REST"], false);
     assert.equal(v["access log and metrics cost <= 5%"], true);
   });
+
+  test("a case that failed misses its targets rather than reading as not run", () => {
+    const v = verdicts({}, { failed: ["job"] });
+    assert.equal(v["job >= 10,000 wallets/s"], false);
+    assert.equal(v["job worker peak < 200 MB"], false);
+    assert.equal(v["MCP >= 0.5 of REST"], null);
+  });
 });
