@@ -1,18 +1,27 @@
-// npm run bench: metered single lookups and batches on the real server against unmetered single
-// lookups on a baseline of the same stack, over a generated PostgreSQL index of 1,000,000 wallets.
+// npm run bench: every case of the service side by side in one run, over a generated PostgreSQL
+// index of 1,000,000 wallets: a bare hono + postgres.js select by primary key (the reference),
+// the project's baseline (scripts/bench-baseline.ts), metered lookups (single, batches of 50 and
+// 200, one account and 100), reverse paging (1 and 8 clients), the access log and metrics on
+// against off, then the MCP case, the job and the x402 purchase. Each HTTP case reports req/s,
+// latency and the CPU time per request of its server process and of PostgreSQL (from /proc),
+// which is steadier than req/s on a shared machine; the run ends with the ratios and the
+// acceptance targets of issue 13, each marked met or missed.
 //
-//   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
-//                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
-//                    [--reverse-clients 8] [--case all|lookup|reverse|mcp|job|purchase] [--job-size 100000]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase] [--duration 10] [--warmup 3]
+//                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
+//                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH]
 //
-// --case job runs only the async job case (scripts/bench-job.ts), --case mcp only the MCP case
-// (scripts/bench-mcp.ts), --case purchase only the x402 purchase case (scripts/bench-purchase.ts);
-// the default runs everything.
+// --case runs one group: lookup (the lookup cases, in rounds), reverse (the two reverse cases, in
+// rounds), mcp (scripts/bench-mcp.ts), job (scripts/bench-job.ts), purchase
+// (scripts/bench-purchase.ts); the default runs them all. The cases of the rounds are interleaved
+// (each round runs every case once, every other round in reverse order) so that noise from the
+// rest of the machine hits them alike.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous release's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change to metering is measured side by side under the same load.
-// Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
+// Figures go to stdout and .bench/results.json (.bench/<group>-results.json for one group other
+// than lookup). Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -26,18 +35,34 @@ import autocannon from "autocannon";
 import type { Db } from "../src/db/types.ts";
 import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
+import { startCpuWindow } from "./bench-cpu.ts";
 import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
-import { benchReverse, type ReverseFigures } from "./bench-reverse.ts";
+import { checkReverse, driveReverse } from "./bench-reverse.ts";
 import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
 import { benchMcp, printMcpReport, type McpFigures } from "./bench-mcp.ts";
 import { printPurchaseReport, runPurchaseCase, type PurchaseCaseReport } from "./bench-purchase.ts";
+import {
+  checkTargets,
+  formatRatio,
+  printCaseTable,
+  printTargets,
+  ratioOf,
+  summarizeCase,
+  type CaseSummary,
+  type RoundFigures,
+} from "./bench-report.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 const BENCH_PLAN = "BenchCustom";
 const BATCH_SIZE = 50;
-const RATIO_TARGET = 0.6;
+const LARGE_BATCH_SIZE = 200;
+/** The accounts of the spread case: one key each, every request on a key drawn at random. */
+const SPREAD_ACCOUNTS = 100;
+
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
+type Group = (typeof GROUPS)[number];
 
 interface Settings {
   durationSeconds: number;
@@ -49,7 +74,7 @@ interface Settings {
   serverWaitMinutes: number;
   serverEntry: string;
   reverseClients: number;
-  case: "all" | "lookup" | "reverse" | "mcp" | "job" | "purchase";
+  case: "all" | Group;
   jobSize: number;
   beforeEntry: string | undefined;
   purchaseClients: number;
@@ -59,8 +84,8 @@ function readSettings(argv: string[]): Settings {
   const { values } = parseArgs({
     args: argv,
     options: {
-      duration: { type: "string", default: "15" },
-      warmup: { type: "string", default: "5" },
+      duration: { type: "string", default: "10" },
+      warmup: { type: "string", default: "3" },
       rounds: { type: "string", default: "2" },
       connections: { type: "string", default: "32" },
       wallets: { type: "string", default: "1000000" },
@@ -89,7 +114,7 @@ function readSettings(argv: string[]): Settings {
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
     reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
-    case: (["all", "lookup", "reverse", "mcp", "job", "purchase"] as const).find((c) => c === values.case) ?? failCase(values.case),
+    case: (["all", ...GROUPS] as const).find((c) => c === values.case) ?? failCase(values.case),
     jobSize: whole("job-size", values["job-size"], 20),
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
@@ -97,13 +122,21 @@ function readSettings(argv: string[]): Settings {
 }
 
 function failCase(value: string): never {
-  throw new Error(`Cannot run the bench: --case must be all, lookup, reverse, mcp, job or purchase, not ${JSON.stringify(value)}`);
+  throw new Error(`Cannot run the bench: --case must be all, ${GROUPS.join(", ")}, not ${JSON.stringify(value)}`);
 }
 
-// ---- the bench account ----------------------------------------------------------------------
+// ---- the bench accounts ---------------------------------------------------------------------
 
-/** A fresh ledger holding one account on an unlimited custom plan, fully metered, with credits to spare. */
-async function createBenchAccount(db: Db, now: Date): Promise<{ accountId: string; apiKey: string }> {
+interface BenchAccount {
+  accountId: string;
+  apiKey: string;
+}
+
+/**
+ * A fresh ledger holding `count` accounts on an unlimited custom plan, fully metered, each with
+ * credits to spare and one key.
+ */
+async function createBenchAccounts(db: Db, count: number, now: Date): Promise<BenchAccount[]> {
   // every run meters against the same empty ledger (CASCADE reaches keys, grants, debits, windows, usage)
   await db.exec("TRUNCATE accounts CASCADE");
   // null limits never throttle, yet meter_call still counts every window and debits every match
@@ -114,23 +147,27 @@ async function createBenchAccount(db: Db, now: Date): Promise<{ accountId: strin
        requests_per_month = NULL, max_batch_size = 1000`,
     [BENCH_PLAN],
   );
-  const { accountId } = await createAccount(db, { now });
-  await db.query("UPDATE accounts SET plan_override = $2 WHERE id = $1", [accountId, BENCH_PLAN]);
-  const grant = await grantCredits(db, { accountId, pack: "Index", quantity: 40, grantKey: "bench", now });
-  if (!grant.granted) throw new Error("Cannot set up the bench account: the credit grant was not written");
-  const key = await createApiKey(db, { accountId, name: "bench", now });
-  if (!key.ok) throw new Error(`Cannot set up the bench account: ${key.code}`);
-  return { accountId, apiKey: key.apiKey };
+  const accounts: BenchAccount[] = [];
+  for (let i = 0; i < count; i++) {
+    const { accountId } = await createAccount(db, { now });
+    await db.query("UPDATE accounts SET plan_override = $2 WHERE id = $1", [accountId, BENCH_PLAN]);
+    const grant = await grantCredits(db, { accountId, pack: "Index", quantity: 40, grantKey: "bench", now });
+    if (!grant.granted) throw new Error("Cannot set up the bench accounts: the credit grant was not written");
+    const key = await createApiKey(db, { accountId, name: "bench", now });
+    if (!key.ok) throw new Error(`Cannot set up the bench accounts: ${key.code}`);
+    accounts.push({ accountId, apiKey: key.apiKey });
+  }
+  return accounts;
 }
 
-async function readMetering(db: Db, accountId: string) {
+/** What all the bench accounts were metered for over the run. */
+async function readMetering(db: Db) {
   const [row] = await db.query<{ events: string; units: string; matches: string; debits: string; debited: string }>(
-    `SELECT (SELECT count(*) FROM usage_events WHERE account_id = $1) AS events,
-            (SELECT coalesce(sum(units), 0) FROM usage_events WHERE account_id = $1) AS units,
-            (SELECT coalesce(sum(matches), 0) FROM usage_events WHERE account_id = $1) AS matches,
-            (SELECT count(DISTINCT call_key) FROM debits WHERE account_id = $1) AS debits,
-            (SELECT coalesce(sum(matches), 0) FROM debits WHERE account_id = $1) AS debited`,
-    [accountId],
+    `SELECT (SELECT count(*) FROM usage_events) AS events,
+            (SELECT coalesce(sum(units), 0) FROM usage_events) AS units,
+            (SELECT coalesce(sum(matches), 0) FROM usage_events) AS matches,
+            (SELECT count(DISTINCT call_key) FROM debits) AS debits,
+            (SELECT coalesce(sum(matches), 0) FROM debits) AS debited`,
   );
   return {
     usageEvents: Number(row.events),
@@ -146,6 +183,8 @@ async function readMetering(db: Db, accountId: string) {
 interface ChildServer {
   name: string;
   url: string;
+  /** The server's own process (node runs tsx in it), whose CPU time the bench reads. */
+  pid: number | undefined;
   /** Why the server stopped before it was asked to, if it did. */
   failure(): string | undefined;
   stop(): Promise<void>;
@@ -248,6 +287,7 @@ async function startServer(
       return {
         name,
         url,
+        pid: started.child.pid,
         failure: () => failure,
         stop: async () => {
           stopping = true;
@@ -270,27 +310,32 @@ async function startServer(
   }
 }
 
-// ---- load ---------------------------------------------------------------------------------
+// ---- cases --------------------------------------------------------------------------------
 
-type CaseId = "baseline" | "metered" | "batch" | "metered-before" | "batch-before" | "metered-observed";
+type CaseId =
+  | "bare"
+  | "baseline"
+  | "metered"
+  | "metered-accounts"
+  | "batch"
+  | "batch-200"
+  | "batch-200-alone"
+  | "metered-observed"
+  | "reverse-1"
+  | "reverse-many"
+  | "metered-before"
+  | "batch-before";
+
+type Drive = (seconds: number) => Promise<Omit<RoundFigures, "serverMicros" | "postgresMicros">>;
 
 interface BenchCase {
   id: CaseId;
   label: string;
-  url: string;
-  request: autocannon.Request;
+  /** The server whose process CPU time the case reports. */
+  server: ChildServer;
+  connections: number;
   walletsPerRequest: number;
-}
-
-interface RunFigures {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  statusCodes: Record<string, number>;
+  drive: Drive;
 }
 
 /** Half the picks are wallets in the index, half random addresses it has never seen. */
@@ -300,152 +345,171 @@ function randomWallet(wallets: number): string {
     : `0x${randomBytes(20).toString("hex")}`;
 }
 
-function benchCases(servers: { real: string; baseline: string; observed: string; before?: string }, apiKey: string, wallets: number): BenchCase[] {
-  const auth = { Authorization: `Bearer ${apiKey}` };
-  const single = (req: autocannon.Request) => ({ ...req, path: `/api/v1/wallet/${randomWallet(wallets)}` });
-  const metered = (url: string, suffix: string): BenchCase[] => [
-    {
-      id: `metered${suffix}` as CaseId,
-      label: `metered GET /wallet${suffix ? ` (${suffix.slice(1)})` : ""}`,
-      url,
-      request: { method: "GET", headers: auth, setupRequest: single },
-      walletsPerRequest: 1,
-    },
-    {
-      id: `batch${suffix}` as CaseId,
-      label: `metered POST /batch (${BATCH_SIZE} wallets)${suffix ? ` (${suffix.slice(1)})` : ""}`,
-      url,
-      request: {
-        method: "POST",
-        path: "/api/v1/batch",
-        headers: { ...auth, "Content-Type": "application/json" },
-        setupRequest: (req) => ({
-          ...req,
-          body: JSON.stringify({ wallets: Array.from({ length: BATCH_SIZE }, () => randomWallet(wallets)) }),
-        }),
-      },
-      walletsPerRequest: BATCH_SIZE,
-    },
-  ];
-  return [
-    {
-      id: "baseline",
-      label: "baseline GET /wallet (no auth, no metering)",
-      url: servers.baseline,
-      request: { method: "GET", setupRequest: single },
-      walletsPerRequest: 1,
-    },
-    ...metered(servers.real, ""),
-    {
-      id: "metered-observed",
-      label: "metered GET /wallet (access log and metrics on)",
-      url: servers.observed,
-      request: { method: "GET", headers: auth, setupRequest: single },
-      walletsPerRequest: 1,
-    },
-    ...(servers.before ? metered(servers.before, "-before") : []),
-  ];
-}
-
-async function runLoad(c: BenchCase, seconds: number, connections: number): Promise<RunFigures> {
-  const result = await autocannon({ url: c.url, connections, duration: seconds, requests: [c.request] });
-  return {
-    rps: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count])),
+function autocannonDrive(url: string, connections: number, request: autocannon.Request): Drive {
+  return async (seconds) => {
+    const result = await autocannon({ url, connections, duration: seconds, requests: [request] });
+    return {
+      rps: result.requests.average,
+      p50Ms: result.latency.p50,
+      p99Ms: result.latency.p99,
+      requests: result.requests.total,
+      failed: result.non2xx + result.errors + result.timeouts,
+      statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count])),
+    };
   };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+/** The lookup cases: each GET /wallet draws its address, each batch its wallets, per request. */
+function lookupCases(
+  servers: { bare: ChildServer; baseline: ChildServer; real: ChildServer; observed: ChildServer; before?: ChildServer },
+  keys: { single: string; spread: string[] },
+  settings: Settings,
+): BenchCase[] {
+  const { connections, wallets } = settings;
+  const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+  const single = (headers: Record<string, string>): autocannon.Request => ({
+    method: "GET",
+    headers,
+    setupRequest: (req) => ({ ...req, path: `/api/v1/wallet/${randomWallet(wallets)}` }),
+  });
+  const batch = (size: number): autocannon.Request => ({
+    method: "POST",
+    path: "/api/v1/batch",
+    headers: { ...bearer(keys.single), "Content-Type": "application/json" },
+    setupRequest: (req) => ({ ...req, body: JSON.stringify({ wallets: Array.from({ length: size }, () => randomWallet(wallets)) }) }),
+  });
+  const http = (id: CaseId, label: string, server: ChildServer, options: { request: autocannon.Request; connections?: number; wallets?: number }): BenchCase => {
+    const conns = options.connections ?? connections;
+    return { id, label, server, connections: conns, walletsPerRequest: options.wallets ?? 1, drive: autocannonDrive(server.url, conns, options.request) };
+  };
+  const spread: autocannon.Request = {
+    method: "GET",
+    setupRequest: (req) => ({
+      ...req,
+      headers: bearer(keys.spread[Math.floor(Math.random() * keys.spread.length)]),
+      path: `/api/v1/wallet/${randomWallet(wallets)}`,
+    }),
+  };
+  const { bare, baseline, real, observed, before } = servers;
+  return [
+    http("bare", "bare: hono + postgres.js, select by primary key", bare, { request: single({}) }),
+    http("baseline", "baseline GET /wallet (no auth, no metering)", baseline, { request: single({}) }),
+    http("metered", "metered GET /wallet, 1 account", real, { request: single(bearer(keys.single)) }),
+    http("metered-accounts", `metered GET /wallet, ${keys.spread.length} accounts`, real, { request: spread }),
+    http("batch", `metered POST /batch of ${BATCH_SIZE}`, real, { request: batch(BATCH_SIZE), wallets: BATCH_SIZE }),
+    http("batch-200", `metered POST /batch of ${LARGE_BATCH_SIZE}`, real, { request: batch(LARGE_BATCH_SIZE), wallets: LARGE_BATCH_SIZE }),
+    // one caller: the latency of a large batch on its own, not its wait behind 31 others
+    http("batch-200-alone", `metered POST /batch of ${LARGE_BATCH_SIZE}, alone`, real, {
+      request: batch(LARGE_BATCH_SIZE),
+      wallets: LARGE_BATCH_SIZE,
+      connections: 1,
+    }),
+    http("metered-observed", "metered GET /wallet, access log and metrics on", observed, { request: single(bearer(keys.single)) }),
+    ...(before
+      ? [
+          http("metered-before", "metered GET /wallet, 1 account (before)", before, { request: single(bearer(keys.single)) }),
+          http("batch-before", `metered POST /batch of ${BATCH_SIZE} (before)`, before, { request: batch(BATCH_SIZE), wallets: BATCH_SIZE }),
+        ]
+      : []),
+  ];
+}
+
+/** The reverse cases: one client paging alone (the latency target), and `reverseClients` together. */
+function reverseCases(real: ChildServer, apiKey: string, reverseClients: number): BenchCase[] {
+  const reverse = (id: CaseId, clients: number): BenchCase => ({
+    id,
+    label: `reverse pages of 100, ${clients} client${clients === 1 ? "" : "s"}`,
+    server: real,
+    connections: clients,
+    walletsPerRequest: 100,
+    drive: async (seconds) => {
+      const f = await driveReverse({ url: real.url, apiKey, handle: CROWD_HANDLE, clients, seconds });
+      return { rps: f.pagesPerSecond, p50Ms: f.p50Ms, p99Ms: f.p99Ms, requests: f.pages, failed: f.failures, statusCodes: {} };
+    },
+  });
+  return [reverse("reverse-1", 1), reverse("reverse-many", reverseClients)];
+}
+
+/** One measured window of a case: its load figures and the CPU time the server and PostgreSQL spent. */
+async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigures> {
+  const window = await startCpuWindow(db, c.server.pid);
+  const figures = await c.drive(seconds);
+  return { ...figures, ...(await window.stop()) };
+}
+
+/** The cases in rounds (every other round in reverse order, so no case always follows the same one), after a warm-up of each. */
+async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (line: string) => void): Promise<CaseSummary[]> {
+  const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
+  log(
+    `${cases.length} cases: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} round${settings.rounds === 1 ? "" : "s"} of ${settings.durationSeconds} s each ` +
+      `(about ${Math.ceil(total / 60)} min).`,
+  );
+  if (settings.warmupSeconds > 0) for (const c of cases) await c.drive(settings.warmupSeconds);
+  const runs = new Map<CaseId, RoundFigures[]>(cases.map((c) => [c.id, []]));
+  const micros = (x: number | null, requests: number) => (x === null || requests === 0 ? "n/a" : (x / requests).toFixed(0));
+  for (let round = 1; round <= settings.rounds; round++) {
+    for (const c of round % 2 === 1 ? cases : [...cases].reverse()) {
+      const f = await measure(db, c, settings.durationSeconds);
+      runs.get(c.id)!.push(f);
+      log(
+        `  round ${round}  ${c.label.padEnd(48)} ${f.rps.toFixed(0).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  ` +
+          `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
+      );
+    }
+  }
+  return cases.map((c) => summarizeCase(c, runs.get(c.id)!));
 }
 
 /** The baseline must render exactly what the real endpoint renders, or the ratio means nothing. */
-async function checkSameAnswers(real: string, baseline: string, apiKey: string, wallets: number): Promise<string[]> {
+async function checkSameAnswers(servers: { real: string; baseline: string; bare: string }, keys: { single: string; spread: string[] }, wallets: number): Promise<string[]> {
   const problems: string[] = [];
   const picks = [1, 2, 3, 20, 21, 1000, Math.floor(wallets / 2), wallets].map(benchAddress);
   picks.push(`0x${randomBytes(20).toString("hex")}`);
   for (const address of picks) {
     const [a, b] = await Promise.all([
-      fetch(`${real}/api/v1/wallet/${address}`, { headers: { Authorization: `Bearer ${apiKey}` } }),
-      fetch(`${baseline}/api/v1/wallet/${address}`),
+      fetch(`${servers.real}/api/v1/wallet/${address}`, { headers: { Authorization: `Bearer ${keys.single}` } }),
+      fetch(`${servers.baseline}/api/v1/wallet/${address}`),
     ]);
     const [bodyA, bodyB] = await Promise.all([a.text(), b.text()]);
     if (a.status !== 200) problems.push(`metered GET /wallet/${address} answered ${a.status}: ${bodyA}`);
     else if (b.status !== 200) problems.push(`baseline GET /wallet/${address} answered ${b.status}: ${bodyB}`);
     else if (bodyA !== bodyB) problems.push(`the two servers answer ${address} differently:\n  real:     ${bodyA}\n  baseline: ${bodyB}`);
   }
-  const batch = await fetch(`${real}/api/v1/batch`, {
+  // the bare reference reads the row the others build their record around
+  const bare = await fetch(`${servers.bare}/api/v1/wallet/${picks[0]}`);
+  const bareBody = await bare.text();
+  if (bare.status !== 200 || !bareBody.includes(picks[0])) problems.push(`bare GET /wallet/${picks[0]} answered ${bare.status}: ${bareBody}`);
+  for (const key of keys.spread) {
+    const res = await fetch(`${servers.real}/api/v1/wallet/${picks[0]}`, { headers: { Authorization: `Bearer ${key}` } });
+    const body = await res.text();
+    if (res.status !== 200) problems.push(`metered GET /wallet with a key of the spread accounts answered ${res.status}: ${body}`);
+  }
+  const batch = await fetch(`${servers.real}/api/v1/batch`, {
     method: "POST",
-    headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ wallets: Array.from({ length: BATCH_SIZE }, () => randomWallet(wallets)) }),
+    headers: { Authorization: `Bearer ${keys.single}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ wallets: Array.from({ length: LARGE_BATCH_SIZE }, () => randomWallet(wallets)) }),
   });
   const batchBody = await batch.text();
   if (batch.status !== 200) problems.push(`metered POST /batch answered ${batch.status}: ${batchBody}`);
   return problems;
 }
 
-// ---- report -------------------------------------------------------------------------------
-
-interface CaseReport {
-  label: string;
-  rps: number;
-  walletsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  rounds: RunFigures[];
-}
-
-function summarize(c: BenchCase, rounds: RunFigures[]): CaseReport {
-  const rps = median(rounds.map((r) => r.rps));
-  return {
-    label: c.label,
-    rps,
-    walletsPerSecond: rps * c.walletsPerRequest,
-    p50Ms: median(rounds.map((r) => r.p50Ms)),
-    p99Ms: median(rounds.map((r) => r.p99Ms)),
-    non2xx: rounds.reduce((n, r) => n + r.non2xx, 0),
-    errors: rounds.reduce((n, r) => n + r.errors, 0),
-    timeouts: rounds.reduce((n, r) => n + r.timeouts, 0),
-    rounds,
-  };
-}
-
-function printTable(reports: CaseReport[]): void {
-  const header = ["case", "req/s", "wallets/s", "p50 ms", "p99 ms", "non-2xx", "errors", "req/s by round"];
-  const rows = reports.map((r) => [
-    r.label,
-    r.rps.toFixed(0),
-    r.walletsPerSecond.toFixed(0),
-    r.p50Ms.toFixed(1),
-    r.p99Ms.toFixed(1),
-    String(r.non2xx),
-    String(r.errors + r.timeouts),
-    r.rounds.map((x) => x.rps.toFixed(0)).join(", "),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells: string[]) =>
-    cells.map((cell, i) => (i === 0 || i === cells.length - 1 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  ");
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows) console.log(line(row));
-}
-
 // ---- main ---------------------------------------------------------------------------------
+
+const RESULTS_FILE: Record<Settings["case"], string> = {
+  all: "results.json",
+  lookup: "results.json",
+  reverse: "reverse-results.json",
+  mcp: "mcp-results.json",
+  job: "job-results.json",
+  purchase: "purchase-results.json",
+};
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
+  const startedAt = performance.now();
   const log = (line: string) => console.log(line);
+  const runs = (group: Group) => settings.case === "all" || settings.case === group;
 
   const index = await prepareIndex({
     serverUrl: SERVER_URL,
@@ -465,76 +529,66 @@ async function main(): Promise<number> {
   const stopAll = () => Promise.all(servers.map((s) => s.stop()));
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
   try {
-    const { accountId, apiKey } = await createBenchAccount(db, new Date());
+    const [first, ...spread] = await createBenchAccounts(db, runs("lookup") ? 1 + SPREAD_ACCOUNTS : 1, new Date());
+    const keys = { single: first.apiKey, spread: spread.map((a) => a.apiKey) };
     // the lookup servers run without a job worker polling beside them
     const env = { DATABASE_URL: index.databaseUrl, WORKER: "0" };
     const retryForMs = settings.serverWaitMinutes * 60_000;
-    const jobCase = async (): Promise<JobCaseReport> => {
-      const report = await runJobCase({
-        db,
-        databaseUrl: index.databaseUrl,
-        apiKey,
-        accountId,
-        size: settings.jobSize,
-        serverEntry: settings.serverEntry,
-        startServer: (name, entry, serverEnv) => startServer(name, entry, serverEnv, { retryForMs, log }),
-        log,
-      });
-      console.log("");
-      printJobReport(report, log);
-      return report;
-    };
-    const purchaseCase = async (): Promise<PurchaseCaseReport> => {
-      const report = await runPurchaseCase({
-        db,
-        databaseUrl: index.databaseUrl,
-        serverEntry: settings.serverEntry,
-        clients: settings.purchaseClients,
-        seconds: settings.durationSeconds,
-        startServer: (name, entry, serverEnv) => startServer(name, entry, serverEnv, { retryForMs, log }),
-        log,
-      });
-      console.log("");
-      printPurchaseReport(report, log);
-      return report;
-    };
-    if (settings.case === "purchase") {
-      const purchase = await purchaseCase();
-      mkdirSync(join(ROOT, ".bench"), { recursive: true });
-      writeFileSync(join(ROOT, ".bench", "purchase-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, purchase }, null, 2)}\n`);
-      log("Wrote .bench/purchase-results.json");
-      return exitCode;
+    const start = (name: string, entry: string, serverEnv: Record<string, string>) => startServer(name, entry, serverEnv, { retryForMs, log });
+
+    // the metered servers run without logs or metrics, and one beside them with both (an access
+    // line per request, to its log file under .bench/), so their cost is measured side by side
+    const started = await Promise.allSettled([
+      ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
+      ...(runs("lookup")
+        ? [
+            start("bare", "scripts/bench-bare.ts", env),
+            start("baseline", "scripts/bench-baseline.ts", env),
+            start("observed", settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }),
+            ...(settings.beforeEntry ? [start("before", settings.beforeEntry, env)] : []),
+          ]
+        : []),
+    ]);
+    for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
+    for (const s of started) if (s.status === "rejected") throw s.reason;
+    const byName = (name: string) => servers.find((s) => s.name === name);
+    const real = byName("real");
+
+    const cases: BenchCase[] = [];
+    if (runs("lookup")) {
+      const [bare, baseline, observed] = [byName("bare")!, byName("baseline")!, byName("observed")!];
+      const problems = await checkSameAnswers({ real: real!.url, baseline: baseline.url, bare: bare.url }, keys, settings.wallets);
+      if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
+      for (const p of problems) log(`WARNING: ${p}`);
+      cases.push(...lookupCases({ bare, baseline, real: real!, observed, before: byName("before") }, keys, settings));
     }
-    if (settings.case === "job") {
-      const job = await jobCase();
-      mkdirSync(join(ROOT, ".bench"), { recursive: true });
-      writeFileSync(join(ROOT, ".bench", "job-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, job }, null, 2)}\n`);
-      log("Wrote .bench/job-results.json");
-      return exitCode;
+    if (runs("reverse")) {
+      const holders = await checkReverse({ url: real!.url, apiKey: keys.single, handle: CROWD_HANDLE });
+      log(`Reverse check: ${holders} holders of ${CROWD_HANDLE}, each once and in order; the reverse cases page them all, again and again.`);
+      cases.push(...reverseCases(real!, keys.single, settings.reverseClients));
     }
-    const reverseCase = async (url: string): Promise<ReverseFigures> => {
-      // clients walking every page of one handle
-      log(`Reverse lookups: ${settings.reverseClients} clients paging the handle ${CROWD_HANDLE} to the end for ${settings.durationSeconds} s.`);
-      const figures = await benchReverse({
-        url,
-        apiKey,
-        handle: CROWD_HANDLE,
-        clients: settings.reverseClients,
-        seconds: settings.durationSeconds,
-        log,
-      });
-      console.log(
-        `${figures.label}: ${figures.pagesPerSecond.toFixed(0)} pages/s (${figures.walletsPerSecond.toFixed(0)} wallets/s), ` +
-          `page latency p50 ${figures.p50Ms.toFixed(1)} ms, p99 ${figures.p99Ms.toFixed(1)} ms, max ${figures.maxMs.toFixed(1)} ms; ` +
-          `${figures.clients} clients, ${figures.walks} complete walks of ${figures.holders / 100} pages, ${figures.failures} failures`,
-      );
-      return figures;
+    const summaries = cases.length > 0 ? await runRounds(db, cases, settings, log) : [];
+
+    // a case that fails costs its own figures only: the run goes on, reports it, and exits 1
+    const failed: Group[] = [];
+    const attempt = async <T>(group: Group, run: () => Promise<T>): Promise<T | undefined> => {
+      if (!runs(group)) return undefined;
+      log("");
+      try {
+        return await run();
+      } catch (err) {
+        log(`The ${group} case failed: ${(err as Error).message}`);
+        failed.push(group);
+        exitCode = 1;
+        return undefined;
+      }
     };
-    const mcpCase = async (url: string): Promise<McpFigures> => {
+
+    const mcp = await attempt("mcp", () => {
       log(`MCP: ${settings.connections} SDK clients calling walletid_resolve_wallets, beside REST GET /wallet from as many fetch callers.`);
-      const figures = await benchMcp({
-        url,
-        apiKey,
+      return benchMcp({
+        url: real!.url,
+        apiKey: keys.single,
         clients: settings.connections,
         seconds: settings.durationSeconds,
         warmupSeconds: settings.warmupSeconds,
@@ -542,120 +596,87 @@ async function main(): Promise<number> {
         pickWallet: () => randomWallet(settings.wallets),
         log,
       });
-      console.log("");
-      printMcpReport(figures, log);
-      return figures;
-    };
-    if (settings.case === "mcp") {
-      const real = await startServer("real", settings.serverEntry, env, { retryForMs, log });
-      servers.push(real);
-      const mcp = await mcpCase(real.url);
-      if (real.failure()) throw new Error(real.failure());
-      mkdirSync(join(ROOT, ".bench"), { recursive: true });
-      writeFileSync(join(ROOT, ".bench", "mcp-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, mcp }, null, 2)}\n`);
-      log("Wrote .bench/mcp-results.json");
-      return exitCode;
-    }
-    if (settings.case === "reverse") {
-      const real = await startServer("real", settings.serverEntry, env, { retryForMs, log });
-      servers.push(real);
-      const reverse = await reverseCase(real.url);
-      if (real.failure()) throw new Error(real.failure());
-      mkdirSync(join(ROOT, ".bench"), { recursive: true });
-      writeFileSync(join(ROOT, ".bench", "reverse-results.json"), `${JSON.stringify({ finishedAt: new Date().toISOString(), settings, reverse }, null, 2)}\n`);
-      log("Wrote .bench/reverse-results.json");
-      return exitCode;
-    }
-    // the metered servers run without logs or metrics, and one beside them with both (an access
-    // line per request on a pipe the bench drains), so their cost is measured side by side
-    const started = await Promise.allSettled([
-      startServer("real", settings.serverEntry, { ...env, METRICS: "off" }, { retryForMs, log }),
-      startServer("baseline", "scripts/bench-baseline.ts", env, { retryForMs, log }),
-      startServer("observed", settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }, { retryForMs, log }),
-      ...(settings.beforeEntry ? [startServer("before", settings.beforeEntry, env, { retryForMs, log })] : []),
-    ]);
-    for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
-    for (const s of started) if (s.status === "rejected") throw s.reason;
-    const [real, baseline, observed, before] = servers;
-
-    const problems = await checkSameAnswers(real.url, baseline.url, apiKey, settings.wallets);
-    if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
-    for (const p of problems) log(`WARNING: ${p}`);
-
-    const cases = benchCases({ real: real.url, baseline: baseline.url, observed: observed.url, before: before?.url }, apiKey, settings.wallets);
-    const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
-    log(
-      `Driving ${settings.connections} connections: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} rounds of ` +
-        `${settings.durationSeconds} s per case (about ${Math.ceil(total / 60)} min).`,
-    );
-    if (settings.warmupSeconds > 0) {
-      for (const c of cases) await runLoad(c, settings.warmupSeconds, settings.connections);
-    }
-    const runs = new Map<CaseId, RunFigures[]>(cases.map((c) => [c.id, []]));
-    for (let round = 1; round <= settings.rounds; round++) {
-      // alternate the order so no case always runs right after the same neighbour
-      const order = round % 2 === 1 ? cases : [...cases].reverse();
-      for (const c of order) {
-        const figures = await runLoad(c, settings.durationSeconds, settings.connections);
-        runs.get(c.id)!.push(figures);
-        log(`  round ${round}  ${c.label.padEnd(44)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50Ms} ms  p99 ${figures.p99Ms} ms`);
-      }
-    }
-
-    const reverse = settings.case === "all" ? await reverseCase(real.url) : undefined;
-    const mcp = settings.case === "all" ? await mcpCase(real.url) : undefined;
-
+    });
     for (const s of servers) if (s.failure()) throw new Error(s.failure());
     await stopAll();
-    const metering = await readMetering(db, accountId);
+    const metering = cases.length > 0 ? await readMetering(db) : undefined;
 
-    const reports = cases.map((c) => summarize(c, runs.get(c.id)!));
-    const byId = Object.fromEntries(cases.map((c, i) => [c.id, reports[i]])) as Record<CaseId, CaseReport>;
-    const ratio = byId.metered.rps / byId.baseline.rps;
+    const job = await attempt("job", () =>
+      runJobCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        apiKey: first.apiKey,
+        accountId: first.accountId,
+        size: settings.jobSize,
+        serverEntry: settings.serverEntry,
+        startServer: start,
+        log,
+      }),
+    );
+    const purchase = await attempt("purchase", () =>
+      runPurchaseCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        serverEntry: settings.serverEntry,
+        clients: settings.purchaseClients,
+        seconds: settings.durationSeconds,
+        startServer: start,
+        log,
+      }),
+    );
 
-    console.log("");
-    printTable(reports);
-    console.log("");
-    console.log(`metered single / baseline single: ${ratio.toFixed(2)} (target >= ${RATIO_TARGET})${ratio < RATIO_TARGET ? "  BELOW TARGET" : ""}`);
-    const observedRatio = byId["metered-observed"].rps / byId.metered.rps;
-    console.log(
-      `access log and metrics on / off (metered GET /wallet): ${observedRatio.toFixed(2)}, a cost of ${((1 - observedRatio) * 100).toFixed(1)}% ` +
-        `(target at most 5%; by round: ${byId["metered-observed"].rounds.map((r, i) => (r.rps / byId.metered.rounds[i].rps).toFixed(2)).join(", ")})`,
-    );
-    for (const id of ["metered", "batch"] as const) {
-      const earlier = byId[`${id}-before`];
-      if (earlier) console.log(`${byId[id].label} / the same before: ${(byId[id].rps / earlier.rps).toFixed(2)} (median req/s ${byId[id].rps.toFixed(0)} vs ${earlier.rps.toFixed(0)})`);
-    }
-    console.log(
-      `metering over the whole run: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
-        `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
-    );
-    for (const r of reports) {
-      if (r.non2xx + r.errors + r.timeouts > 0) {
-        const codes = r.rounds.map((x) => JSON.stringify(x.statusCodes)).join(" ");
-        log(`WARNING: ${r.label}: ${r.non2xx} non-2xx responses, ${r.errors} errors, ${r.timeouts} timeouts (status codes by round: ${codes})`);
+    // everything side by side at the end, where the run's last screen shows it
+    const byId = Object.fromEntries(summaries.map((s) => [s.id, s])) as Partial<Record<CaseId, CaseSummary>>;
+    const ratios = ratioLines(byId);
+    if (summaries.length > 0) {
+      log("");
+      printCaseTable(summaries, log);
+      log("");
+      for (const line of ratios.lines) log(line);
+      if (metering) {
+        log(
+          `metering over the rounds: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
+            `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
+        );
+      }
+      for (const s of summaries) {
+        if (s.failed > 0) log(`WARNING: ${s.label}: ${s.failed} failed requests (status codes by round: ${s.rounds.map((r) => JSON.stringify(r.statusCodes)).join(" ")})`);
       }
     }
-
-    const job = settings.case === "all" ? await jobCase() : undefined;
-    const purchase = settings.case === "all" ? await purchaseCase() : undefined;
+    if (mcp) {
+      log("");
+      printMcpReport(mcp, log);
+    }
+    if (job) {
+      log("");
+      printJobReport(job, log);
+    }
+    if (purchase) {
+      log("");
+      printPurchaseReport(purchase, log);
+    }
+    const targets = checkTargets({ cases: byId, mcp, job, failed });
+    log("");
+    printTargets(targets, log);
 
     const results = {
-      job,
-      purchase,
       finishedAt: new Date().toISOString(),
       machine: { cpus: availableParallelism(), node: process.version },
-      settings: { ...settings, batchSize: BATCH_SIZE },
+      settings: { ...settings, batchSizes: [BATCH_SIZE, LARGE_BATCH_SIZE], spreadAccounts: SPREAD_ACCOUNTS },
       index: { database: BENCH_DATABASE, loadSeconds: index.loadMs === null ? null : index.loadMs / 1000, counts: index.counts },
       cases: byId,
-      reverse,
-      mcp,
-      ratio: { meteredSingleOverBaseline: ratio, target: RATIO_TARGET, observedOverMetered: observedRatio },
+      ratios: ratios.values,
       metering,
+      mcp,
+      job,
+      purchase,
+      failed,
+      targets,
     };
     mkdirSync(join(ROOT, ".bench"), { recursive: true });
-    writeFileSync(join(ROOT, ".bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
-    log(`Wrote .bench/results.json`);
+    writeFileSync(join(ROOT, ".bench", RESULTS_FILE[settings.case]), `${JSON.stringify(results, null, 2)}\n`);
+    const seconds = Math.round((performance.now() - startedAt) / 1000);
+    log(`Wrote .bench/${RESULTS_FILE[settings.case]} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
   } catch (err) {
     console.error((err as Error).message);
     exitCode = 1;
@@ -664,6 +685,30 @@ async function main(): Promise<number> {
     await db.close();
   }
   return exitCode;
+}
+
+/** The ratios between cases that were run: lines to print and the values for the results file. */
+function ratioLines(byId: Partial<Record<CaseId, CaseSummary>>) {
+  const pairs: Array<[name: string, a: CaseId, b: CaseId]> = [
+    ["metered single / baseline", "metered", "baseline"],
+    ["metered single / bare", "metered", "bare"],
+    ["baseline / bare", "baseline", "bare"],
+    [`${SPREAD_ACCOUNTS} accounts / 1 account`, "metered-accounts", "metered"],
+    ["access log and metrics on / off", "metered-observed", "metered"],
+    ["metered single / the same before", "metered", "metered-before"],
+    [`batch of ${BATCH_SIZE} / the same before`, "batch", "batch-before"],
+  ];
+  const lines: string[] = [];
+  const values: Record<string, ReturnType<typeof ratioOf>> = {};
+  for (const [name, a, b] of pairs) {
+    const [x, y] = [byId[a], byId[b]];
+    if (!x || !y) continue;
+    const r = ratioOf(x, y);
+    values[name] = r;
+    const rounds = x.rounds.map((round, i) => (round.rps / y.rounds[i].rps).toFixed(2)).join(", ");
+    lines.push(`${name}: ${formatRatio(r)} (req/s by round: ${rounds})`);
+  }
+  return { lines, values };
 }
 
 main().then(
