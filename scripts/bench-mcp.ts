@@ -4,8 +4,10 @@
 // process), so the ratio measures the MCP envelope and the fresh server per request, not the
 // load generator. Rounds alternate their order.
 import { performance } from "node:perf_hooks";
+import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cpuSeconds, cpuSpent, serverProcesses } from "./proc-cpu.ts";
 
 export const MCP_RATIO_TARGET = 0.5;
 
@@ -16,6 +18,8 @@ export interface CallFigures {
   p99Ms: number;
   failures: number;
   rounds: number[];
+  /** CPU microseconds per call (median of the rounds): the server process, its PostgreSQL backends, the load generator. */
+  cpuUs: { server: number; database: number; client: number };
 }
 
 export interface McpFigures {
@@ -34,10 +38,17 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** `clients` loops calling `call` until the deadline: calls per second, latencies, failures. */
-async function drive(clients: Array<() => Promise<void>>, seconds: number) {
+/**
+ * `clients` loops calling `call` until the deadline: calls per second, latencies, failures, and the
+ * CPU time per call of the server listening on `port`, of its PostgreSQL backends and of this process.
+ */
+async function drive(clients: Array<() => Promise<void>>, seconds: number, port: number) {
   const latencies: number[] = [];
   let failures = 0;
+  const first = serverProcesses(port);
+  const pids = () => [...(first.server === null ? [] : [first.server]), ...first.database];
+  const before = cpuSeconds(pids());
+  const clientBefore = process.cpuUsage();
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
   await Promise.all(
@@ -54,8 +65,26 @@ async function drive(clients: Array<() => Promise<void>>, seconds: number) {
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  const client = process.cpuUsage(clientBefore);
+  // backends the pool opened during the run count too
+  const last = serverProcesses(port);
+  const after = cpuSeconds([...new Set([...pids(), ...last.database])]);
+  const server = first.server === null ? new Map<number, number>() : new Map([[first.server, after.get(first.server) ?? 0]]);
+  after.delete(first.server ?? -1);
+  const calls = Math.max(1, latencies.length);
+  const perCall = (seconds: number) => (seconds * 1e6) / calls;
   latencies.sort((a, b) => a - b);
-  return { callsPerSecond: latencies.length / elapsed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures };
+  return {
+    callsPerSecond: latencies.length / elapsed,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    failures,
+    cpuUs: {
+      server: perCall(cpuSpent(before, server)),
+      database: perCall(cpuSpent(before, after)),
+      client: perCall((client.user + client.system) / 1e6),
+    },
+  };
 }
 
 function median(values: number[]): number {
@@ -75,6 +104,7 @@ export async function benchMcp(options: {
   log: (line: string) => void;
 }): Promise<McpFigures> {
   const { url, apiKey, pickWallet } = options;
+  const port = Number(new URL(url).port);
   const headers = { Authorization: `Bearer ${apiKey}` };
   const sessions = await Promise.all(
     Array.from({ length: options.clients }, async () => {
@@ -111,13 +141,13 @@ export async function benchMcp(options: {
     { id: "rest", label: "REST GET /wallet (fetch)", callers: sessions.map(() => restCall) },
   ];
   try {
-    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds);
+    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds, port);
     const runs = new Map(cases.map((c) => [c.id, [] as Array<Awaited<ReturnType<typeof drive>>>]));
     for (let round = 1; round <= options.rounds; round++) {
       for (const c of round % 2 === 1 ? cases : [...cases].reverse()) {
-        const figures = await drive(c.callers, options.seconds);
+        const figures = await drive(c.callers, options.seconds, port);
         runs.get(c.id)!.push(figures);
-        options.log(`  round ${round}  ${c.label.padEnd(52)} ${figures.callsPerSecond.toFixed(0).padStart(6)} calls/s  p50 ${figures.p50Ms.toFixed(1)} ms  p99 ${figures.p99Ms.toFixed(1)} ms`);
+        options.log(`  round ${round}  ${c.label.padEnd(52)} ${figures.callsPerSecond.toFixed(0).padStart(6)} calls/s  p50 ${figures.p50Ms.toFixed(1)} ms  p99 ${figures.p99Ms.toFixed(1)} ms  ${cpuLine(figures.cpuUs)}`);
       }
     }
     const summary = (id: string, label: string): CallFigures => {
@@ -129,6 +159,11 @@ export async function benchMcp(options: {
         p99Ms: median(r.map((x) => x.p99Ms)),
         failures: r.reduce((n, x) => n + x.failures, 0),
         rounds: r.map((x) => x.callsPerSecond),
+        cpuUs: {
+          server: median(r.map((x) => x.cpuUs.server)),
+          database: median(r.map((x) => x.cpuUs.database)),
+          client: median(r.map((x) => x.cpuUs.client)),
+        },
       };
     };
     const mcp = summary("mcp", cases[0].label);
@@ -140,11 +175,15 @@ export async function benchMcp(options: {
   }
 }
 
+function cpuLine(cpu: CallFigures["cpuUs"]): string {
+  return `CPU µs/call: server ${cpu.server.toFixed(0)}, PostgreSQL ${cpu.database.toFixed(0)}, load generator ${cpu.client.toFixed(0)}`;
+}
+
 export function printMcpReport(f: McpFigures, log: (line: string) => void): void {
   for (const c of [f.mcp, f.raw, f.rest]) {
     log(
       `${c.label}: ${c.callsPerSecond.toFixed(0)} calls/s, p50 ${c.p50Ms.toFixed(1)} ms, p99 ${c.p99Ms.toFixed(1)} ms, ` +
-        `${c.failures} failures (by round: ${c.rounds.map((x) => x.toFixed(0)).join(", ")})`,
+        `${c.failures} failures (by round: ${c.rounds.map((x) => x.toFixed(0)).join(", ")}); ${cpuLine(c.cpuUs)}`,
     );
   }
   log(`MCP / REST: ${f.ratio.toFixed(2)} (target >= ${f.target})${f.ratio < f.target ? "  BELOW TARGET" : ""}; ${f.clients} concurrent callers`);
