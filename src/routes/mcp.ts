@@ -82,7 +82,7 @@ export const mcpOpenapi: Operation[] = [
 
 /**
  * MCP answers are compressed from 8 KiB rather than the app's 1 KiB: a one-address answer carries
- * its record twice (the JSON text block and structuredContent), about 1.5 KiB, and gzipping it
+ * its record twice (the JSON text block and structuredContent), 1.1 to 1.7 KiB, and gzipping it
  * costs the server and the host more CPU than a kilobyte on the wire saves. Lists, job pages and
  * reverse pages (tens of KiB) and tools/list are still compressed.
  */

@@ -268,7 +268,7 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
     const one = await body(single);
     assert.equal(single.status, 200, JSON.stringify(one));
     assert.equal(single.headers.get("content-type"), "application/json");
-    assert.equal(single.headers.get("content-encoding"), null, "a 1.5 KiB answer is not worth gzipping");
+    assert.equal(single.headers.get("content-encoding"), null, "a one-address answer (under 2 KiB) is not worth gzipping");
     assert.equal(Number(single.headers.get("content-length")), new TextEncoder().encode(text).byteLength);
     assert.ok(single.headers.get("x-request-id"), "the app's headers are kept");
     assert.equal(one.id, call.id);
