@@ -1,13 +1,20 @@
 // The MCP case of npm run bench: walletid_resolve_wallets with one address through the v1 SDK
 // client (Client + StreamableHTTPClientTransport, what most hosts run), side by side with REST
-// GET /wallet driven the same way (fetch, the same number of concurrent callers, the same
-// process), so the ratio measures the MCP envelope and the fresh server per request, not the
-// load generator. Rounds alternate their order.
+// GET /wallet driven the same way (fetch, the same number of concurrent callers, the same address
+// mix, the same process), so the ratio measures the MCP envelope and the fresh server per
+// request, not the load generator. The cases take turns in slices of a few seconds (each round
+// gives each case `seconds` in all), so load that other work puts on a shared machine falls on
+// all of them alike; rates are the calls over the time of all slices.
 import { performance } from "node:perf_hooks";
+import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cpuSeconds, cpuSpent, serverProcesses } from "./proc-cpu.ts";
 
 export const MCP_RATIO_TARGET = 0.5;
+
+/** How long a case runs before the next takes its turn. */
+const SLICE_SECONDS = 5;
 
 export interface CallFigures {
   label: string;
@@ -15,7 +22,10 @@ export interface CallFigures {
   p50Ms: number;
   p99Ms: number;
   failures: number;
+  /** Calls per second in each round. */
   rounds: number[];
+  /** CPU microseconds per call over all rounds: the server process, its PostgreSQL backends, the load generator. */
+  cpuUs: { server: number; database: number; client: number };
 }
 
 export interface McpFigures {
@@ -26,6 +36,8 @@ export interface McpFigures {
   raw: CallFigures;
   rest: CallFigures;
   ratio: number;
+  /** MCP / REST in each round. */
+  roundRatios: number[];
   target: number;
 }
 
@@ -34,10 +46,40 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** `clients` loops calling `call` until the deadline: calls per second, latencies, failures. */
-async function drive(clients: Array<() => Promise<void>>, seconds: number) {
+/** What some slices of one case add up to. */
+interface Tally {
+  calls: number;
+  seconds: number;
+  failures: number;
+  latencies: number[];
+  cpu: { server: number; database: number; client: number };
+}
+
+function emptyTally(): Tally {
+  return { calls: 0, seconds: 0, failures: 0, latencies: [], cpu: { server: 0, database: 0, client: 0 } };
+}
+
+function addTally(into: Tally, t: Tally): void {
+  into.calls += t.calls;
+  into.seconds += t.seconds;
+  into.failures += t.failures;
+  for (const l of t.latencies) into.latencies.push(l);
+  into.cpu.server += t.cpu.server;
+  into.cpu.database += t.cpu.database;
+  into.cpu.client += t.cpu.client;
+}
+
+/**
+ * `clients` loops calling `call` until the deadline: calls, latencies, failures, and the CPU
+ * seconds of the server listening on `port`, of its PostgreSQL backends and of this process.
+ */
+async function drive(clients: Array<() => Promise<void>>, seconds: number, port: number): Promise<Tally> {
   const latencies: number[] = [];
   let failures = 0;
+  const first = serverProcesses(port);
+  const pids = [...(first.server === null ? [] : [first.server]), ...first.database];
+  const before = cpuSeconds(pids);
+  const clientBefore = process.cpuUsage();
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
   await Promise.all(
@@ -54,14 +96,37 @@ async function drive(clients: Array<() => Promise<void>>, seconds: number) {
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { callsPerSecond: latencies.length / elapsed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures };
+  const client = process.cpuUsage(clientBefore);
+  // backends the pool opened during the slice count too
+  const after = cpuSeconds([...new Set([...pids, ...serverProcesses(port).database])]);
+  const server = new Map<number, number>();
+  if (first.server !== null) {
+    server.set(first.server, after.get(first.server) ?? 0);
+    after.delete(first.server);
+  }
+  return {
+    calls: latencies.length,
+    seconds: elapsed,
+    failures,
+    latencies,
+    cpu: { server: cpuSpent(before, server), database: cpuSpent(before, after), client: (client.user + client.system) / 1e6 },
+  };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+function figuresOf(label: string, rounds: Tally[]): CallFigures {
+  const all = emptyTally();
+  for (const r of rounds) addTally(all, r);
+  const latencies = all.latencies.sort((a, b) => a - b);
+  const perCall = (seconds: number) => (seconds * 1e6) / Math.max(1, all.calls);
+  return {
+    label,
+    callsPerSecond: all.calls / all.seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    failures: all.failures,
+    rounds: rounds.map((r) => r.calls / r.seconds),
+    cpuUs: { server: perCall(all.cpu.server), database: perCall(all.cpu.database), client: perCall(all.cpu.client) },
+  };
 }
 
 export async function benchMcp(options: {
@@ -75,6 +140,7 @@ export async function benchMcp(options: {
   log: (line: string) => void;
 }): Promise<McpFigures> {
   const { url, apiKey, pickWallet } = options;
+  const port = Number(new URL(url).port);
   const headers = { Authorization: `Bearer ${apiKey}` };
   const sessions = await Promise.all(
     Array.from({ length: options.clients }, async () => {
@@ -111,42 +177,54 @@ export async function benchMcp(options: {
     { id: "rest", label: "REST GET /wallet (fetch)", callers: sessions.map(() => restCall) },
   ];
   try {
-    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds);
-    const runs = new Map(cases.map((c) => [c.id, [] as Array<Awaited<ReturnType<typeof drive>>>]));
+    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds, port);
+    const slices = Math.max(1, Math.round(options.seconds / SLICE_SECONDS));
+    const rounds = new Map(cases.map((c) => [c.id, [] as Tally[]]));
     for (let round = 1; round <= options.rounds; round++) {
-      for (const c of round % 2 === 1 ? cases : [...cases].reverse()) {
-        const figures = await drive(c.callers, options.seconds);
-        runs.get(c.id)!.push(figures);
-        options.log(`  round ${round}  ${c.label.padEnd(52)} ${figures.callsPerSecond.toFixed(0).padStart(6)} calls/s  p50 ${figures.p50Ms.toFixed(1)} ms  p99 ${figures.p99Ms.toFixed(1)} ms`);
+      const tallies = new Map(cases.map((c) => [c.id, emptyTally()]));
+      for (let slice = 0; slice < slices; slice++) {
+        // alternate the order so no case always runs right after the same neighbour
+        for (const c of (round + slice) % 2 === 1 ? cases : [...cases].reverse()) {
+          addTally(tallies.get(c.id)!, await drive(c.callers, options.seconds / slices, port));
+        }
+      }
+      for (const c of cases) {
+        const t = tallies.get(c.id)!;
+        rounds.get(c.id)!.push(t);
+        const f = figuresOf(c.label, [t]);
+        options.log(`  round ${round}  ${c.label.padEnd(52)} ${f.callsPerSecond.toFixed(0).padStart(6)} calls/s  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  ${cpuLine(f.cpuUs)}`);
       }
     }
-    const summary = (id: string, label: string): CallFigures => {
-      const r = runs.get(id)!;
-      return {
-        label,
-        callsPerSecond: median(r.map((x) => x.callsPerSecond)),
-        p50Ms: median(r.map((x) => x.p50Ms)),
-        p99Ms: median(r.map((x) => x.p99Ms)),
-        failures: r.reduce((n, x) => n + x.failures, 0),
-        rounds: r.map((x) => x.callsPerSecond),
-      };
+    const [mcp, raw, rest] = cases.map((c) => figuresOf(c.label, rounds.get(c.id)!));
+    return {
+      clients: options.clients,
+      seconds: options.seconds,
+      mcp,
+      raw,
+      rest,
+      ratio: mcp.callsPerSecond / rest.callsPerSecond,
+      roundRatios: mcp.rounds.map((r, i) => r / rest.rounds[i]),
+      target: MCP_RATIO_TARGET,
     };
-    const mcp = summary("mcp", cases[0].label);
-    const raw = summary("raw", cases[1].label);
-    const rest = summary("rest", cases[2].label);
-    return { clients: options.clients, seconds: options.seconds, mcp, raw, rest, ratio: mcp.callsPerSecond / rest.callsPerSecond, target: MCP_RATIO_TARGET };
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => {})));
   }
+}
+
+function cpuLine(cpu: CallFigures["cpuUs"]): string {
+  return `CPU µs/call: server ${cpu.server.toFixed(0)}, PostgreSQL ${cpu.database.toFixed(0)}, load generator ${cpu.client.toFixed(0)}`;
 }
 
 export function printMcpReport(f: McpFigures, log: (line: string) => void): void {
   for (const c of [f.mcp, f.raw, f.rest]) {
     log(
       `${c.label}: ${c.callsPerSecond.toFixed(0)} calls/s, p50 ${c.p50Ms.toFixed(1)} ms, p99 ${c.p99Ms.toFixed(1)} ms, ` +
-        `${c.failures} failures (by round: ${c.rounds.map((x) => x.toFixed(0)).join(", ")})`,
+        `${c.failures} failures (by round: ${c.rounds.map((x) => x.toFixed(0)).join(", ")}); ${cpuLine(c.cpuUs)}`,
     );
   }
-  log(`MCP / REST: ${f.ratio.toFixed(2)} (target >= ${f.target})${f.ratio < f.target ? "  BELOW TARGET" : ""}; ${f.clients} concurrent callers`);
+  log(
+    `MCP / REST: ${f.ratio.toFixed(2)} (target >= ${f.target})${f.ratio < f.target ? "  BELOW TARGET" : ""}; ` +
+      `by round ${f.roundRatios.map((r) => r.toFixed(2)).join(", ")}; ${f.clients} concurrent callers`,
+  );
   log(`MCP without the SDK client / REST: ${(f.raw.callsPerSecond / f.rest.callsPerSecond).toFixed(2)}`);
 }

@@ -20,7 +20,7 @@ import { walletRoutes } from "./routes/wallet.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { OPERATIONS } from "./openapi/operations.ts";
 import { jobRoutes } from "./routes/jobs.ts";
-import { mcpRoutes } from "./routes/mcp.ts";
+import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpRoutes } from "./routes/mcp.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import { x402Routes } from "./routes/x402.ts";
 import type { PaymentServer } from "./x402/payment.ts";
@@ -235,7 +235,8 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) => renderError(err, c, log));
 
   return {
-    fetch: async (req: Request, env?: unknown) => await compressResponse(req, await app.fetch(req, env)),
+    fetch: async (req: Request, env?: unknown) =>
+      await compressResponse(req, await app.fetch(req, env), isMcpRequest(req) ? MCP_COMPRESS_THRESHOLD_BYTES : undefined),
     verifyAccessToken: verify,
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),

@@ -74,6 +74,9 @@ export async function compressResponse(req: Request, res: Response, threshold = 
   else if (vary !== "*" && !/(?:^|,)\s*accept-encoding\s*(?:,|$)/i.test(vary)) res.headers.set("Vary", `${vary}, Accept-Encoding`);
   const encoding = chooseEncoding(req.headers.get("Accept-Encoding"));
   if (!encoding) return res;
+  // a body that declares its length under the threshold goes out as it is, unread
+  const declared = res.headers.get("Content-Length");
+  if (declared !== null && Number(declared) < threshold) return res;
   const headers = new Headers(res.headers);
   const init = { status: res.status, headers };
   const bytes = await res.arrayBuffer();

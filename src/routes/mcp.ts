@@ -18,6 +18,7 @@ import { readBodyLimited, ONE_MB } from "../http/body.ts";
 import { identifyCaller, unauthorizedResponse, type McpCaller, type VerifyAccessToken } from "../mcp/credentials.ts";
 import { clientAddress, createHourlyLimiter } from "../mcp/hourly.ts";
 import { buildMcpServer, type McpDeps } from "../mcp/tools.ts";
+import { serveSingleRequest, singleRequest } from "../mcp/exchange.ts";
 import type { Operation } from "../openapi/operation.ts";
 
 export interface McpRouteDeps extends McpDeps {
@@ -79,6 +80,21 @@ export const mcpOpenapi: Operation[] = [
   },
 ];
 
+/**
+ * MCP answers are compressed from 8 KiB rather than the app's 1 KiB: a one-address answer carries
+ * its record twice (the JSON text block and structuredContent), 1.1 to 1.7 KiB, and gzipping it
+ * costs the server and the host more CPU than a kilobyte on the wire saves. Lists, job pages and
+ * reverse pages (tens of KiB) and tools/list are still compressed.
+ */
+export const MCP_COMPRESS_THRESHOLD_BYTES = 8 * 1024;
+
+/** Whether a request is addressed to the MCP endpoint. */
+export function isMcpRequest(req: Request): boolean {
+  const url = req.url;
+  const path = url.indexOf("/", url.indexOf("//") + 2);
+  return path >= 0 && url.startsWith("/mcp", path) && (url.length === path + 4 || url[path + 4] === "?");
+}
+
 function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
   return Response.json({ jsonrpc: "2.0", id: null, error: { code, message } }, { status, headers });
 }
@@ -109,6 +125,8 @@ export function mcpRoutes(deps: McpRouteDeps) {
 
   async function serveLegacy(req: Request, parsedBody: unknown, caller: McpCaller, only: string | undefined): Promise<Response> {
     const server = serverFor(caller, only);
+    const single = singleRequest(req, parsedBody);
+    if (single) return await serveSingleRequest(server, single);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     // JSON mode: once the response exists nothing of the exchange is pending, and both are left to

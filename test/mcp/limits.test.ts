@@ -258,6 +258,40 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
     });
   });
 
+  test("answers: one request and the same request in a batch answer alike; a one-address answer goes out uncompressed with its length, the tool list gzipped", async () => {
+    const { apiKey } = await createCustomer(get().db, { packs: [{ pack: "Agent" }], now: clock.now() });
+    const headers = { Authorization: `Bearer ${apiKey}`, "Accept-Encoding": "gzip", "Mcp-Protocol-Version": "2025-11-25" };
+    const call = CALL("walletid_resolve_wallets", { wallets: [W.full] });
+
+    const single = await rpc(server.url, call, headers);
+    const text = await single.clone().text();
+    const one = await body(single);
+    assert.equal(single.status, 200, JSON.stringify(one));
+    assert.equal(single.headers.get("content-type"), "application/json");
+    assert.equal(single.headers.get("content-encoding"), null, "a one-address answer (under 2 KiB) is not worth gzipping");
+    assert.equal(Number(single.headers.get("content-length")), new TextEncoder().encode(text).byteLength);
+    assert.ok(single.headers.get("x-request-id"), "the app's headers are kept");
+    assert.equal(one.id, call.id);
+    assert.equal(one.result.structuredContent.records[0].wallet, W.full);
+    assert.equal(one.result.structuredContent.billed_matches, 1);
+
+    // a batch of one goes through the SDK's HTTP transport (which answers it with the lone response)
+    const batched = await rpc(server.url, [call], headers);
+    const answered = await body(batched);
+    const again = Array.isArray(answered) ? answered[0] : answered;
+    assert.equal(batched.status, 200);
+    assert.equal(again.id, call.id);
+    const { quota: q1, ...rest1 } = one.result.structuredContent;
+    const { quota: q2, ...rest2 } = again.result.structuredContent;
+    assert.deepEqual(rest2, rest1);
+    assert.equal(q2.credits_available, q1.credits_available - 1, "each billed once");
+
+    const list = await rpc(server.url, LIST, headers);
+    assert.equal(list.status, 200);
+    assert.equal(list.headers.get("content-encoding"), "gzip", "the tool list is over 8 KiB");
+    assert.equal((await body(list)).result.tools.length, 8);
+  });
+
   test("the OpenAPI document and /docs describe POST /mcp", async () => {
     const doc = await body(await fetch(`${server.url}/api/v1/openapi.json`));
     const op = doc.paths["/mcp"].post;
