@@ -6,6 +6,7 @@ export const SQL_DIR = fileURLToPath(new URL("../../sql", import.meta.url));
 
 export const QUERY_NAMES = [
   "meter_call",
+  "meter_calls",
   "wallets_select_records",
   "usage_events_insert_many",
   "usage_events_select_summary",
