@@ -4,7 +4,7 @@
 //   npm run bench -- [--duration 15] [--warmup 5] [--rounds 2] [--connections 32]
 //                    [--wallets 1000000] [--rebuild] [--server-wait 10] [--server-entry src/main.ts]
 //                    [--reverse-clients 8] [--case all|lookup|reverse|mcp|job|purchase] [--job-size 100000]
-//                    [--purchase-clients 8] [--before-entry PATH]
+//                    [--purchase-clients 8] [--before-entry PATH] [--accounts N]
 //
 // --case job runs only the async job case (scripts/bench-job.ts), --case mcp only the MCP case
 // (scripts/bench-mcp.ts), --case purchase only the x402 purchase case (scripts/bench-purchase.ts);
@@ -12,10 +12,13 @@
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous release's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change to metering is measured side by side under the same load.
+// --accounts N (N > 1) adds a metered GET /wallet case whose requests spread over N accounts, one
+// key each, beside the one-account case. Every lookup case also reports the CPU time per request
+// of its server and of the PostgreSQL backends connected to the bench database (/proc).
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -53,6 +56,7 @@ interface Settings {
   jobSize: number;
   beforeEntry: string | undefined;
   purchaseClients: number;
+  accounts: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -72,6 +76,7 @@ function readSettings(argv: string[]): Settings {
       "job-size": { type: "string", default: "100000" },
       "before-entry": { type: "string" },
       "purchase-clients": { type: "string", default: "8" },
+      accounts: { type: "string", default: "1" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -93,6 +98,7 @@ function readSettings(argv: string[]): Settings {
     jobSize: whole("job-size", values["job-size"], 20),
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
+    accounts: whole("accounts", values.accounts, 1),
   };
 }
 
@@ -123,11 +129,52 @@ async function createBenchAccount(db: Db, now: Date): Promise<{ accountId: strin
   return { accountId, apiKey: key.apiKey };
 }
 
+/** Keys of `count` more accounts like the bench account's (same plan and credits), for --accounts. */
+async function createMoreBenchKeys(db: Db, count: number, now: Date): Promise<string[]> {
+  const keys: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const { accountId } = await createAccount(db, { now });
+    await db.query("UPDATE accounts SET plan_override = $2 WHERE id = $1", [accountId, BENCH_PLAN]);
+    await grantCredits(db, { accountId, pack: "Index", quantity: 40, grantKey: "bench", now });
+    const key = await createApiKey(db, { accountId, name: "bench", now });
+    if (!key.ok) throw new Error(`Cannot set up the bench accounts: ${key.code}`);
+    keys.push(key.apiKey);
+  }
+  return keys;
+}
+
+// ---- CPU time per request -------------------------------------------------------------------
+
+const TICK_US = 10_000; // USER_HZ is 100 on Linux
+
+/** utime + stime of a process in clock ticks, 0 once it is gone. */
+function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU ticks of the server and of the PostgreSQL backends connected to the bench database. */
+async function cpuSample(db: Db, serverPid: number): Promise<{ server: number; backends: Map<number, number> }> {
+  const rows = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [BENCH_DATABASE]);
+  return { server: cpuTicks(serverPid), backends: new Map(rows.map((r) => [r.pid, cpuTicks(r.pid)])) };
+}
+
+function cpuSpent(before: { server: number; backends: Map<number, number> }, after: { server: number; backends: Map<number, number> }) {
+  let pg = 0;
+  for (const [pid, ticks] of after.backends) pg += ticks - (before.backends.get(pid) ?? 0);
+  return { serverUs: (after.server - before.server) * TICK_US, pgUs: pg * TICK_US };
+}
+
 async function readMetering(db: Db, accountId: string) {
   const [row] = await db.query<{ events: string; units: string; matches: string; debits: string; debited: string }>(
-    `SELECT (SELECT count(*) FROM usage_events WHERE account_id = $1) AS events,
-            (SELECT coalesce(sum(units), 0) FROM usage_events WHERE account_id = $1) AS units,
-            (SELECT coalesce(sum(matches), 0) FROM usage_events WHERE account_id = $1) AS matches,
+    `SELECT (SELECT coalesce(sum(requests), 0) FROM usage_counts WHERE account_id = $1) AS events,
+            (SELECT coalesce(sum(units), 0) FROM usage_counts WHERE account_id = $1) AS units,
+            (SELECT coalesce(sum(matches), 0) FROM usage_counts WHERE account_id = $1) AS matches,
             (SELECT count(DISTINCT call_key) FROM debits WHERE account_id = $1) AS debits,
             (SELECT coalesce(sum(matches), 0) FROM debits WHERE account_id = $1) AS debited`,
     [accountId],
@@ -146,6 +193,7 @@ async function readMetering(db: Db, accountId: string) {
 interface ChildServer {
   name: string;
   url: string;
+  pid: number;
   /** Why the server stopped before it was asked to, if it did. */
   failure(): string | undefined;
   stop(): Promise<void>;
@@ -238,6 +286,7 @@ async function startServer(
       return {
         name,
         url,
+        pid: started.child.pid!,
         failure: () => failure,
         stop: async () => {
           stopping = true;
@@ -261,7 +310,15 @@ async function startServer(
 
 // ---- load ---------------------------------------------------------------------------------
 
-type CaseId = "baseline" | "metered" | "batch" | "metered-before" | "batch-before" | "metered-observed";
+type CaseId =
+  | "baseline"
+  | "metered"
+  | "batch"
+  | "metered-before"
+  | "batch-before"
+  | "metered-observed"
+  | "metered-accounts"
+  | "metered-accounts-before";
 
 interface BenchCase {
   id: CaseId;
@@ -280,6 +337,9 @@ interface RunFigures {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /** CPU microseconds per request of the server and of PostgreSQL. */
+  serverUsPerRequest?: number;
+  pgUsPerRequest?: number;
 }
 
 /** Half the picks are wallets in the index, half random addresses it has never seen. */
@@ -289,9 +349,32 @@ function randomWallet(wallets: number): string {
     : `0x${randomBytes(20).toString("hex")}`;
 }
 
-function benchCases(servers: { real: string; baseline: string; observed: string; before?: string }, apiKey: string, wallets: number): BenchCase[] {
+function benchCases(
+  servers: { real: string; baseline: string; observed: string; before?: string },
+  apiKey: string,
+  wallets: number,
+  moreKeys: string[],
+): BenchCase[] {
   const auth = { Authorization: `Bearer ${apiKey}` };
   const single = (req: autocannon.Request) => ({ ...req, path: `/api/v1/wallet/${randomWallet(wallets)}` });
+  const keys = [apiKey, ...moreKeys];
+  const spread = (req: autocannon.Request) => ({
+    ...req,
+    path: `/api/v1/wallet/${randomWallet(wallets)}`,
+    headers: { Authorization: `Bearer ${keys[Math.floor(Math.random() * keys.length)]}` },
+  });
+  const accounts = (url: string, suffix: string): BenchCase[] =>
+    moreKeys.length === 0
+      ? []
+      : [
+          {
+            id: `metered-accounts${suffix}` as CaseId,
+            label: `metered GET /wallet, ${keys.length} accounts${suffix ? ` (${suffix.slice(1)})` : ""}`,
+            url,
+            request: { method: "GET", setupRequest: spread },
+            walletsPerRequest: 1,
+          },
+        ];
   const metered = (url: string, suffix: string): BenchCase[] => [
     {
       id: `metered${suffix}` as CaseId,
@@ -315,6 +398,7 @@ function benchCases(servers: { real: string; baseline: string; observed: string;
       },
       walletsPerRequest: BATCH_SIZE,
     },
+    ...accounts(url, suffix),
   ];
   return [
     {
@@ -336,9 +420,14 @@ function benchCases(servers: { real: string; baseline: string; observed: string;
   ];
 }
 
-async function runLoad(c: BenchCase, seconds: number, connections: number): Promise<RunFigures> {
+async function runLoad(c: BenchCase, seconds: number, connections: number, cpu?: { db: Db; serverPid: number }): Promise<RunFigures> {
+  const before = cpu && (await cpuSample(cpu.db, cpu.serverPid));
   const result = await autocannon({ url: c.url, connections, duration: seconds, requests: [c.request] });
+  const spent = cpu && before && cpuSpent(before, await cpuSample(cpu.db, cpu.serverPid));
   return {
+    ...(spent && result.requests.total > 0
+      ? { serverUsPerRequest: spent.serverUs / result.requests.total, pgUsPerRequest: spent.pgUs / result.requests.total }
+      : {}),
     rps: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
@@ -411,7 +500,9 @@ function summarize(c: BenchCase, rounds: RunFigures[]): CaseReport {
 }
 
 function printTable(reports: CaseReport[]): void {
-  const header = ["case", "req/s", "wallets/s", "p50 ms", "p99 ms", "non-2xx", "errors", "req/s by round"];
+  const header = ["case", "req/s", "wallets/s", "p50 ms", "p99 ms", "non-2xx", "errors", "server µs/req", "pg µs/req", "req/s by round"];
+  const cpu = (r: CaseReport, field: "serverUsPerRequest" | "pgUsPerRequest") =>
+    r.rounds.every((x) => x[field] !== undefined) ? median(r.rounds.map((x) => x[field]!)).toFixed(0) : "-";
   const rows = reports.map((r) => [
     r.label,
     r.rps.toFixed(0),
@@ -420,6 +511,8 @@ function printTable(reports: CaseReport[]): void {
     r.p99Ms.toFixed(1),
     String(r.non2xx),
     String(r.errors + r.timeouts),
+    cpu(r, "serverUsPerRequest"),
+    cpu(r, "pgUsPerRequest"),
     r.rounds.map((x) => x.rps.toFixed(0)).join(", "),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
@@ -571,7 +664,9 @@ async function main(): Promise<number> {
     if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
     for (const p of problems) log(`WARNING: ${p}`);
 
-    const cases = benchCases({ real: real.url, baseline: baseline.url, observed: observed.url, before: before?.url }, apiKey, settings.wallets);
+    const moreKeys = settings.accounts > 1 ? await createMoreBenchKeys(db, settings.accounts - 1, new Date()) : [];
+    const cases = benchCases({ real: real.url, baseline: baseline.url, observed: observed.url, before: before?.url }, apiKey, settings.wallets, moreKeys);
+    const pidOf = new Map(servers.map((s) => [s.url, s.pid]));
     const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
     log(
       `Driving ${settings.connections} connections: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} rounds of ` +
@@ -585,9 +680,10 @@ async function main(): Promise<number> {
       // alternate the order so no case always runs right after the same neighbour
       const order = round % 2 === 1 ? cases : [...cases].reverse();
       for (const c of order) {
-        const figures = await runLoad(c, settings.durationSeconds, settings.connections);
+        const figures = await runLoad(c, settings.durationSeconds, settings.connections, { db, serverPid: pidOf.get(c.url)! });
         runs.get(c.id)!.push(figures);
-        log(`  round ${round}  ${c.label.padEnd(44)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50Ms} ms  p99 ${figures.p99Ms} ms`);
+        const cpuLine = figures.serverUsPerRequest === undefined ? "" : `  CPU µs/req server ${figures.serverUsPerRequest.toFixed(0)} pg ${figures.pgUsPerRequest!.toFixed(0)}`;
+        log(`  round ${round}  ${c.label.padEnd(44)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50Ms} ms  p99 ${figures.p99Ms} ms${cpuLine}`);
       }
     }
 
@@ -611,7 +707,11 @@ async function main(): Promise<number> {
       `access log and metrics on / off (metered GET /wallet): ${observedRatio.toFixed(2)}, a cost of ${((1 - observedRatio) * 100).toFixed(1)}% ` +
         `(target at most 5%; by round: ${byId["metered-observed"].rounds.map((r, i) => (r.rps / byId.metered.rounds[i].rps).toFixed(2)).join(", ")})`,
     );
-    for (const id of ["metered", "batch"] as const) {
+    if (byId["metered-accounts"]) {
+      const spread = byId["metered-accounts"].rps / byId.metered.rps;
+      console.log(`${byId["metered-accounts"].label} / one account: ${spread.toFixed(2)} (target >= 0.9)`);
+    }
+    for (const id of ["metered", "batch", "metered-accounts"] as const) {
       const earlier = byId[`${id}-before`];
       if (earlier) console.log(`${byId[id].label} / the same before: ${(byId[id].rps / earlier.rps).toFixed(2)} (median req/s ${byId[id].rps.toFixed(0)} vs ${earlier.rps.toFixed(0)})`);
     }
