@@ -13,7 +13,10 @@ CREATE TYPE metered_call AS (
   fits boolean);
 
 -- Meters the calls $i of a batch at p_now. p_bill_call / p_bill_wallets are the (call index,
--- address) pairs to bill, flattened. Answers one row per call: call_ix, then meter_call's columns.
+-- address) pairs to bill, flattened; p_lookups[i] the addresses whose identity rows call i reads,
+-- comma-joined (0x-hex holds no comma). Answers, per call: its identity rows (outcome null, read
+-- before any lock is taken, so the locks are held only for the decision and the writes; a caller
+-- uses them only when the call is let through), then one row with meter_call's columns.
 --
 -- An account whose calls all fit (lists within the plan, room in every window for the sum of
 -- their weights, credits left before each call that needs them, counting the matches of the calls
@@ -23,13 +26,19 @@ CREATE TYPE metered_call AS (
 -- Idempotent calls never come here (their claim is per call): meter_call meters them.
 CREATE FUNCTION meter_calls(
   p_now timestamptz, p_batch_key text, p_key_hashes text[], p_weights integer[],
-  p_needs_credits boolean[], p_list_sizes integer[], p_bill_call integer[], p_bill_wallets text[])
+  p_needs_credits boolean[], p_list_sizes integer[], p_bill_call integer[], p_bill_wallets text[],
+  p_lookups text[])
 RETURNS TABLE (
   call_ix integer, outcome text, key_id uuid, account_id uuid, account_bound boolean, plan text,
   limit_minute integer, limit_day integer, limit_month integer, max_batch_size integer,
   used_minute integer, used_day integer, used_month integer,
   available integer, unmetered boolean, matched integer, billed boolean,
-  idem_request_hash text, idem_status integer, idem_body text)
+  idem_request_hash text, idem_status integer, idem_body text,
+  -- identity_rows' columns
+  address text, last_updated timestamptz, checked_at timestamptz,
+  kind text, value text, route text, class text, self_declared boolean, detail jsonb,
+  observed_at timestamptz, fid float8, fc_username text, fc_followers integer,
+  reachability text, reachability_checked_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -40,11 +49,22 @@ DECLARE
   v_minute timestamptz := date_trunc('minute', p_now, 'UTC');
   v_day timestamptz := date_trunc('day', p_now, 'UTC');
   v_month timestamptz := date_trunc('month', p_now, 'UTC');
+  v_split integer;
   c metered_call;
 BEGIN
   -- as in meter_call: the window rows are held to commit, so commit without waiting for the
   -- WAL flush; a database crash can lose the last moment's counts and debits, never apply twice
   PERFORM set_config('synchronous_commit', 'off', true);
+
+  -- the identity rows of the calls whose key exists, before anything is locked
+  RETURN QUERY
+  SELECT l.ix::integer, NULL::text, NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::integer,
+         NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer,
+         NULL::integer, NULL::boolean, NULL::integer, NULL::boolean, NULL::text, NULL::integer, NULL::text, r.*
+    FROM unnest(p_lookups, p_key_hashes) WITH ORDINALITY l(list, key_hash, ix)
+   CROSS JOIN LATERAL identity_rows(string_to_array(l.list, ',')) r
+   WHERE l.list IS NOT NULL
+     AND EXISTS (SELECT 1 FROM api_keys ak WHERE ak.key_hash = l.key_hash AND ak.revoked_at IS NULL);
 
   -- Each distinct key looked up once (the index scan of = ANY deduplicates the array), the
   -- billable matches of every call, and the accounts to lock: those that will debit take the
@@ -152,16 +172,41 @@ BEGIN
           HAVING sum(x.weight) > 0) t
    WHERE rw.account_id = t.account_id;
 
-  -- ... one debit of the batch's total matches each, in id order (debit_matches re-takes the
-  -- lock already held) ...
-  PERFORM debit_matches(t.account_id, p_batch_key, t.matched, p_now)
-     FROM (SELECT x.account_id, sum(x.matched)::integer AS matched
-             FROM unnest(v_calls) x
-            WHERE x.fits AND NOT x.unmetered
-            GROUP BY x.account_id
-           HAVING sum(x.matched) > 0
-            ORDER BY x.account_id
-           OFFSET 0) t;
+  -- ... one debit of the batch's total matches each: where the earliest-expiring pack with
+  -- credits left covers the total (the common case), all accounts in one INSERT (the debit
+  -- locks are held, so the packs' running totals read here are current) ...
+  WITH totals AS (
+    SELECT x.account_id, sum(x.matched)::integer AS matched
+      FROM unnest(v_calls) x
+     WHERE x.fits AND NOT x.unmetered
+     GROUP BY x.account_id
+    HAVING sum(x.matched) > 0
+  ), written AS (
+    INSERT INTO debits (account_id, call_key, part, grant_id, source, matches, drawn_after, created_at)
+    SELECT t.account_id, p_batch_key, 0, fp.id, 'pack', t.matched, fp.drawn + t.matched, p_now
+      FROM totals t
+     CROSS JOIN LATERAL (
+           SELECT cg.id, cg.matches, coalesce(d.drawn_after, 0) AS drawn
+             FROM credit_grants cg
+             LEFT JOIN LATERAL (
+               SELECT x.drawn_after FROM debits x WHERE x.grant_id = cg.id ORDER BY x.drawn_after DESC LIMIT 1
+             ) d ON true
+            WHERE cg.account_id = t.account_id AND cg.expires_at > p_now
+              AND cg.matches > coalesce(d.drawn_after, 0)
+            ORDER BY cg.expires_at, cg.id
+            LIMIT 1) fp
+     WHERE fp.matches - fp.drawn >= t.matched
+     ORDER BY t.account_id
+    RETURNING account_id
+  )
+  -- ... and the others split across packs or overdrawn by debit_matches, in id order (it
+  -- re-takes the lock already held)
+  SELECT count(debit_matches(t.account_id, p_batch_key, t.matched, p_now))
+    INTO v_split
+    FROM (SELECT t.* FROM totals t
+           WHERE t.account_id NOT IN (SELECT w.account_id FROM written w)
+           ORDER BY t.account_id
+          OFFSET 0) t;
 
   -- ... last_used_at kept to the minute, as meter_call does
   UPDATE api_keys ak SET last_used_at = p_now
@@ -173,14 +218,20 @@ BEGIN
          x.key_id, x.account_id, x.account_bound, x.plan, x.limit_minute, x.limit_day, x.limit_month,
          x.max_batch_size, x.used_minute, x.used_day, x.used_month, x.available, x.unmetered,
          CASE WHEN x.key_id IS NULL THEN NULL ELSE x.matched END,
-         x.matched > 0 AND NOT x.unmetered, NULL::text, NULL::integer, NULL::text
+         x.matched > 0 AND NOT x.unmetered, NULL::text, NULL::integer, NULL::text,
+         NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text,
+         NULL::boolean, NULL::jsonb, NULL::timestamptz, NULL::float8, NULL::text, NULL::integer, NULL::text,
+         NULL::timestamptz
     FROM unnest(v_calls) x
    WHERE x.key_id IS NULL OR x.fits;
 
   -- The accounts that do not fit: call by call, in batch order, each under its own debit key.
   FOR c IN SELECT * FROM unnest(v_calls) x WHERE x.key_id IS NOT NULL AND NOT x.fits ORDER BY x.ix LOOP
     RETURN QUERY
-    SELECT c.ix, m.*
+    SELECT c.ix, m.*,
+           NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text,
+           NULL::boolean, NULL::jsonb, NULL::timestamptz, NULL::float8, NULL::text, NULL::integer, NULL::text,
+           NULL::timestamptz
       FROM meter_call(c.key_hash, p_now, c.weight, c.needs_credits, c.list_size, p_batch_key || '.' || c.ix,
                       ARRAY(SELECT b.wallet FROM unnest(p_bill_call, p_bill_wallets) b(ix, wallet) WHERE b.ix = c.ix),
                       NULL, NULL, NULL, 0) m;

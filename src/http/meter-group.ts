@@ -1,9 +1,10 @@
 // Group commit of metered calls: the calls of a process that arrive while its metering statement
 // is in flight are metered together by the next one (meter_calls), one statement and one commit
-// for all of them. No timer: a call arriving when nothing is in flight is metered at once.
+// for all of them. No timer: a call arriving when a lane is free is metered at once.
 import type { Db, Row } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { uuidv7 } from "../ledger/call-keys.ts";
+import type { IdentityRow } from "../index/records.ts";
 
 export interface GroupedCall {
   digest: string;
@@ -17,8 +18,10 @@ export interface GroupedCall {
 }
 
 export interface GroupedAnswer<T> {
-  /** The call's rows: its metering outcome, then one per identity row (at least one row). */
-  rows: T[];
+  /** The call's metering outcome; undefined when the answer was cut short. */
+  outcome: T | undefined;
+  /** The identity rows of its lookup, read whatever the outcome: use them only when it is ok. */
+  identities: IdentityRow[];
   /** The time the batch was metered at. */
   now: Date;
 }
@@ -32,11 +35,19 @@ interface Pending {
 
 interface Group {
   queue: Pending[];
-  inFlight: boolean;
+  inFlight: number;
 }
 
 /** More calls than this wait for the next statement: one statement stays a few milliseconds. */
 const MAX_CALLS = 256;
+
+/**
+ * Statements in flight at once per process. With one, the database idles while the server
+ * answers a group and reads the next requests; with two, the next group's key check and identity
+ * reads run while the previous group holds its accounts' locks (the writes of one account still
+ * go one group after another, on its window row).
+ */
+export const METER_LANES = 2;
 
 const groups = new WeakMap<Db, Group>();
 
@@ -47,36 +58,35 @@ const groups = new WeakMap<Db, Group>();
 export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: GroupedCall): Promise<GroupedAnswer<T>> {
   let group = groups.get(db);
   if (!group) {
-    group = { queue: [], inFlight: false };
+    group = { queue: [], inFlight: 0 };
     groups.set(db, group);
   }
   const answer = new Promise<GroupedAnswer<Row>>((resolve, reject) => group.queue.push({ call, now, resolve, reject }));
-  if (!group.inFlight) void drain(db, group);
+  if (group.inFlight < METER_LANES) void drain(db, group);
   return answer as Promise<GroupedAnswer<T>>;
 }
 
 async function drain(db: Db, group: Group): Promise<void> {
-  group.inFlight = true;
+  group.inFlight++;
   try {
     while (group.queue.length > 0) {
       const batch = group.queue.splice(0, MAX_CALLS);
       const at = batch[0].now();
       try {
         const rows = await db.query(sql("meter_calls"), statementParams(batch, at));
-        const byCall = new Map<number, Row[]>();
+        const answers = batch.map((): GroupedAnswer<Row> => ({ outcome: undefined, identities: [], now: at }));
         for (const row of rows) {
-          const ix = row.call_ix as number;
-          const list = byCall.get(ix);
-          if (list) list.push(row);
-          else byCall.set(ix, [row]);
+          const answer = answers[(row.call_ix as number) - 1];
+          if (row.outcome === null) answer.identities.push(row as unknown as IdentityRow);
+          else answer.outcome = row;
         }
-        batch.forEach((p, i) => p.resolve({ rows: byCall.get(i + 1) ?? [], now: at }));
+        batch.forEach((p, i) => p.resolve(answers[i]));
       } catch (err) {
         for (const p of batch) p.reject(err);
       }
     }
   } finally {
-    group.inFlight = false;
+    group.inFlight--;
   }
 }
 

@@ -157,11 +157,12 @@ export async function meterKey(
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
   const lookup = options.lookup && options.lookup.length > 0 ? options.lookup : null;
   let now: Date;
-  let rows: MeterRow[];
+  let row: MeterRow | undefined;
+  let identities: IdentityRow[];
   let claimToken: string | null = null;
   if (!options.idempotency && !options.callKey) {
     // the common call: metered with the others in flight on this process (group commit)
-    ({ rows, now } = await meterGrouped<MeterRow>(deps.db, deps.now, {
+    ({ outcome: row, identities, now } = await meterGrouped<MeterRow>(deps.db, deps.now, {
       digest,
       weight: options.weight,
       needsCredits: options.needsCredits,
@@ -169,12 +170,16 @@ export async function meterKey(
       bill,
       lookup,
     }));
-    if (!rows[0]) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
   } else {
     claimToken = options.idempotency ? crypto.randomUUID() : null;
+    let rows: MeterRow[];
     ({ rows, now } = await meterClaimed(deps, digest, options, { bill, lookup, claimToken }));
+    row = rows[0];
+    identities = rows[0]?.address ? (rows as IdentityRow[]) : [];
   }
-  const row = rows[0];
+  // meter_call and meter_calls answer a row for every call; none was seen under a
+  // pg_terminate_backend storm (an answer cut short): the database is unavailable, not the request
+  if (!row) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
   if (row.outcome === "unauthorized") {
     metrics.metering.inc({ outcome: "unauthorized" });
     throw UNAUTHORIZED(true);
@@ -198,7 +203,7 @@ export async function meterKey(
     units: row.outcome === "ok" ? options.weight : 0,
     wallets: options.wallets ?? 0,
     route: options.route,
-    identities: row.address ? (rows as IdentityRow[]) : [],
+    identities: row.outcome === "ok" ? identities : [],
   };
   onMetered(metered);
   metrics.metering.inc({ outcome: row.outcome });
@@ -268,10 +273,7 @@ async function meterClaimed(
       IDEMPOTENCY_CLAIM_SECONDS,
       call.lookup,
     ]);
-    // meter_call always answers one row; none was seen under a pg_terminate_backend storm (an
-    // answer cut short): the database is unavailable, not the request at fault
-    if (!rows[0]) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
-    if (rows[0].outcome !== "in_flight") return { rows, now };
+    if (rows[0]?.outcome !== "in_flight") return { rows, now };
     if (performance.now() > giveUpAt) {
       throw new ApiError(
         409,

@@ -8,6 +8,7 @@ import { eachDatabase } from "../support/db.ts";
 import type { Db, Row } from "../../src/db/types.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { meterKey, type Metered, type MeterDeps, type MeterOptions } from "../../src/http/meter.ts";
+import { METER_LANES } from "../../src/http/meter-group.ts";
 import { sha256Hex } from "../../src/ledger/keys.ts";
 import { readCredits } from "../../src/ledger/accounts.ts";
 import { createClock, createCustomer, serverPair } from "../support/server.ts";
@@ -50,15 +51,14 @@ eachDatabase("group-committed metering", (get) => {
   }
 
   /**
-   * Meters `calls` as one group: a free call of another account goes first and holds the
-   * statement, so every call below arrives while it is in flight and the next statement takes
-   * them all.
+   * Meters `calls` as one group: free calls of another account go first and hold every lane, so
+   * every call below arrives while they are in flight and the next statement takes them all.
    */
   async function meterGroup(db: Db, calls: Array<{ digest: string; options: MeterOptions }>) {
     const d = { ...deps, db };
-    const first = meterKey(d, primer, { route: "/v1/usage", weight: 0, needsCredits: false }, () => {});
+    const first = Array.from({ length: METER_LANES }, () => meterKey(d, primer, { route: "/v1/usage", weight: 0, needsCredits: false }, () => {}));
     const settled = await Promise.allSettled(calls.map((c) => meterKey(d, c.digest, c.options, () => {})));
-    await first;
+    await Promise.all(first);
     return settled;
   }
 
