@@ -716,7 +716,7 @@ async function main(): Promise<number> {
       if (earlier) console.log(`${byId[id].label} / the same before: ${(byId[id].rps / earlier.rps).toFixed(2)} (median req/s ${byId[id].rps.toFixed(0)} vs ${earlier.rps.toFixed(0)})`);
     }
     console.log(
-      `metering over the whole run: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
+      `metering over the whole run: ${metering.usageEvents} requests in usage, ${metering.rateUnits} rate units counted, ` +
         `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
     );
     for (const r of reports) {

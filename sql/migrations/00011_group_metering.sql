@@ -208,10 +208,13 @@ BEGIN
            ORDER BY t.account_id
           OFFSET 0) t;
 
-  -- ... last_used_at kept to the minute, as meter_call does
+  -- ... last_used_at kept to the minute, as meter_call does; a key another statement is stamping
+  -- right now is skipped (it gets the same minute), so two groups never wait on each other here
   UPDATE api_keys ak SET last_used_at = p_now
-   WHERE ak.id IN (SELECT x.key_id FROM unnest(v_calls) x WHERE x.fits)
-     AND (ak.last_used_at IS NULL OR ak.last_used_at < p_now - interval '1 minute');
+   WHERE ak.id IN (SELECT k.id FROM api_keys k
+                    WHERE k.id IN (SELECT x.key_id FROM unnest(v_calls) x WHERE x.fits)
+                      AND (k.last_used_at IS NULL OR k.last_used_at < p_now - interval '1 minute')
+                    FOR UPDATE SKIP LOCKED);
 
   RETURN QUERY
   SELECT x.ix, CASE WHEN x.key_id IS NULL THEN 'unauthorized' ELSE 'ok' END,

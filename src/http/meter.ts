@@ -1,6 +1,6 @@
 // Authenticates a request and meters it in one database round trip (meter_calls, grouped with the
 // calls in flight; meter_call for idempotent calls), and renders
-// the rate-limit headers and usage event of every authenticated response.
+// the rate-limit headers and usage of every authenticated response.
 import type { Context, MiddlewareHandler } from "hono";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
@@ -379,7 +379,7 @@ export function rateLimitHeaders(m: Metered, now: Date): Record<string, string> 
   };
 }
 
-/** Adds the rate-limit headers to authenticated responses and records their usage events. */
+/** Adds the rate-limit headers to authenticated responses and counts their usage. */
 export function meteredResponses(usage: UsageRecorder, now: () => Date): MiddlewareHandler {
   return async (c, next) => {
     const started = performance.now();
