@@ -18,7 +18,7 @@
 // Figures go to stdout and .bench/results.json. Exits 1 when a server fails to start or dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -215,22 +215,32 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 // what a server entry prints while a module it imports is still being written by someone else
 const NOT_READY = /ERR_MODULE_NOT_FOUND|Cannot find module|does not provide an export named/;
 
+/**
+ * Starts a server whose stdout and stderr go to a file under .bench/ (as a deployment's go to a
+ * file or a journal), so its log lines cost the load generator nothing; the file's tail explains a
+ * failed start, and it is removed when the server stops cleanly.
+ */
 function spawnServer(entry: string, env: Record<string, string>) {
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  const logPath = join(ROOT, ".bench", `server-${env.PORT}.log`);
+  const fd = openSync(logPath, "w");
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", fd, fd],
   });
-  let output = "";
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
+  closeSync(fd);
+  const output = () => {
+    try {
+      return readFileSync(logPath, "utf8").slice(-4000);
+    } catch {
+      return "";
+    }
   };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
-  return { child, exited, output: () => output };
+  return { child, exited, output, remove: () => rmSync(logPath, { force: true }) };
 }
 
 async function waitHealthy(url: string, exited: Promise<unknown>, withinMs: number): Promise<"healthy" | "exited" | "timeout"> {
@@ -291,6 +301,7 @@ async function startServer(
         stop: async () => {
           stopping = true;
           await stopChild(started.child, started.exited);
+          if (!failure) started.remove();
         },
       };
     }

@@ -56,6 +56,25 @@ describe("the logger", () => {
     assert.equal(redact("wallet 0x" + "1".repeat(40)), "wallet 0x" + "1".repeat(40), "addresses are not secrets");
   });
 
+  test("an access line is one JSON object, and a credential sent as the request id is redacted", () => {
+    const out: string[] = [];
+    const logger = createLogger({ level: "info", write: (t) => out.push(t) });
+    const key = "wid_live_" + "B".repeat(32);
+    logger.access({ request_id: key, method: "GET", route: "/api/v1/wallet/:address", status: 402, duration_ms: 1.5, account_id: "a-1", units: 1, matches: 0, outcome: "INSUFFICIENT_CREDITS" });
+    logger.access({ request_id: 'quote"and\\slash', method: "POST", route: "/mcp", status: 200, duration_ms: 0.25, outcome: "ok" });
+    logger.flush();
+    const text = out.join("");
+    assert.ok(!text.includes(key), "the key is not in the log");
+    const [paid, free] = text.trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual({ ...paid, time: undefined }, {
+      time: undefined, level: "info", msg: "request", request_id: "[redacted]", method: "GET", route: "/api/v1/wallet/:address",
+      status: 402, duration_ms: 1.5, account_id: "a-1", units: 1, matches: 0, outcome: "INSUFFICIENT_CREDITS",
+    });
+    assert.equal(free.request_id, 'quote"and\\slash');
+    assert.equal(free.account_id, undefined, "no account fields without an account");
+    assert.ok(!Number.isNaN(Date.parse(paid.time)));
+  });
+
   test("request ids: a safe X-Request-Id is kept, else a traceparent's trace id, else none", () => {
     assert.equal(incomingRequestId(new Headers({ "X-Request-Id": "abc-123" })), "abc-123");
     assert.equal(incomingRequestId(new Headers({ "X-Request-Id": "bad id with spaces" })), undefined);
@@ -84,6 +103,21 @@ describe("the exposition format", () => {
     assert.match(text, /t_seconds_bucket\{le="0\.1",route="\/r"\} 1\nt_seconds_bucket\{le="1",route="\/r"\} 2\nt_seconds_bucket\{le="\+Inf",route="\/r"\} 3\nt_seconds_sum\{route="\/r"\} 5\.55\nt_seconds_count\{route="\/r"\} 3\n/);
     assert.match(text, /# TYPE t_gauge gauge\nt_gauge 7\n/);
     assert.ok(!text.includes("t_broken"), "a failing gauge is left out");
+  });
+
+  test("the same labels given in another order count in one series", async () => {
+    const r = new Registry();
+    const c = r.counter("o_total", "A counter");
+    c.inc({ route: "/r", status: "200" });
+    c.inc({ status: "200", route: "/r" }, 2);
+    const h = r.histogram("o_seconds", "A histogram", [1]);
+    h.observe({ route: "/r", method: "GET" }, 0.5);
+    h.observe({ method: "GET", route: "/r" }, 0.5);
+    const text = await r.expose();
+    assert.equal(c.get({ status: "200", route: "/r" }), 3);
+    assert.equal(text.split("\n").filter((l) => l.startsWith("o_total{")).join("\n"), 'o_total{route="/r",status="200"} 3');
+    assert.match(text, /o_seconds_count\{method="GET",route="\/r"\} 2\n/);
+    assert.equal(text.split("\n").filter((l) => l.startsWith("o_seconds_count")).length, 1);
   });
 });
 

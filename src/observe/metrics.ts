@@ -14,6 +14,38 @@ function labelText(labels: Labels): string {
   return `{${keys.map((k) => `${k}="${escapeLabel(labels[k])}"`).join(",")}}`;
 }
 
+/**
+ * A series map keyed by the labels' values in the order the caller gave them (cheap, no sorting
+ * or escaping on the request path), each key resolved once to the series of its canonical label
+ * text, so two call sites naming the same labels in another order still share one series.
+ */
+class SeriesMap<S> {
+  private readonly canonical = new Map<string, S>();
+  private readonly fast = new Map<string, S>();
+
+  constructor(private readonly create: (labels: Labels) => S) {}
+
+  get(labels: Labels, create: boolean): S | undefined {
+    let key = "";
+    for (const k in labels) key += `${k}\u0000${labels[k]}\u0001`;
+    let s = this.fast.get(key);
+    if (s) return s;
+    const text = labelText(labels);
+    s = this.canonical.get(text);
+    if (!s) {
+      if (!create) return undefined;
+      s = this.create(labels);
+      this.canonical.set(text, s);
+    }
+    this.fast.set(key, s);
+    return s;
+  }
+
+  values(): IterableIterator<S> {
+    return this.canonical.values();
+  }
+}
+
 function numberText(n: number): string {
   if (Number.isNaN(n)) return "NaN";
   if (n === Number.POSITIVE_INFINITY) return "+Inf";
@@ -29,18 +61,15 @@ interface Family {
 }
 
 export class Counter {
-  private readonly values = new Map<string, { labels: Labels; value: number }>();
+  private readonly values = new SeriesMap((labels) => ({ labels: { ...labels }, value: 0 }));
   constructor(readonly name: string, readonly help: string) {}
 
   inc(labels: Labels = {}, by = 1): void {
-    const key = labelText(labels);
-    const entry = this.values.get(key);
-    if (entry) entry.value += by;
-    else this.values.set(key, { labels, value: by });
+    this.values.get(labels, true)!.value += by;
   }
 
   get(labels: Labels = {}): number {
-    return this.values.get(labelText(labels))?.value ?? 0;
+    return this.values.get(labels, false)?.value ?? 0;
   }
 
   render(): string[] {
@@ -49,16 +78,13 @@ export class Counter {
 }
 
 export class Histogram {
-  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
-  constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {}
+  private readonly series: SeriesMap<{ labels: Labels; counts: number[]; sum: number; count: number }>;
+  constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {
+    this.series = new SeriesMap((labels) => ({ labels: { ...labels }, counts: buckets.map(() => 0), sum: 0, count: 0 }));
+  }
 
   observe(labels: Labels, value: number): void {
-    const key = labelText(labels);
-    let s = this.series.get(key);
-    if (!s) {
-      s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
-      this.series.set(key, s);
-    }
+    const s = this.series.get(labels, true)!;
     for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;
     s.sum += value;
     s.count++;

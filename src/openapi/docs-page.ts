@@ -39,9 +39,16 @@ function responsesList(responses: Json): string {
     .map(([status, r]) => {
       const content = r.content ? Object.entries(r.content as Json)[0] : undefined;
       const headers = Object.keys(r.headers ?? {}).map((h) => `<code>${escapeHtml(h)}</code>`).join(" ");
-      const example = content?.[1].examples?.recorded?.value;
-      const exampleBlock = example === undefined ? "" : `<p class="example">Example (a real response, recorded by the test suite):</p><pre class="example">${escapeHtml(JSON.stringify(example, null, 2))}</pre>`;
-      return `<details${status.startsWith("2") ? " open" : ""}><summary><span class="status s${status[0]}">${status}</span> ${prose(r.description)}</summary>${headers ? `<p>Headers: ${headers}</p>` : ""}${content ? `<p><code>${escapeHtml(content[0])}</code></p>${schemaBlock(content[1].schema)}${exampleBlock}` : ""}</details>`;
+      const example = content?.[1].examples?.recorded;
+      const exampleBlock = example === undefined
+        ? ""
+        : `<p class="example">Example (${escapeHtml(example.summary.charAt(0).toLowerCase() + example.summary.slice(1))}):</p><pre class="example">${escapeHtml(typeof example.value === "string" ? example.value : JSON.stringify(example.value, null, 2))}</pre>`;
+      // a recorded header: its value, or what its base64 carries (the description says)
+      const headerExamples = Object.entries<Json>(r.headers ?? {})
+        .filter(([, h]) => h.examples?.recorded)
+        .map(([name, h]) => `<p class="example">Example <code>${escapeHtml(name)}</code>: ${h.examples.recorded.description ? prose(h.examples.recorded.description) : `<code>${escapeHtml(h.examples.recorded.value)}</code>`}</p>`)
+        .join("");
+      return `<details${status.startsWith("2") ? " open" : ""}><summary><span class="status s${status[0]}">${status}</span> ${prose(r.description)}</summary>${headers ? `<p>Headers: ${headers}</p>` : ""}${headerExamples}${content ? `<p><code>${escapeHtml(content[0])}</code></p>${schemaBlock(content[1].schema)}${exampleBlock}` : ""}</details>`;
     })
     .join("");
   return `<h4>Responses</h4>${items}`;
@@ -79,7 +86,7 @@ nav ul{list-style:none;padding:0;margin:0 0 12px}nav li{margin:4px 0;white-space
 article{padding:16px 32px;max-width:1000px;flex:1;min-width:0}header code{color:#1d2330}section.op{border-bottom:1px solid #e3e6ec;padding:8px 0 16px}
 .method{display:inline-block;min-width:48px;text-align:center;border-radius:4px;color:#fff;font-size:13px;padding:2px 6px}
 .get{background:#2f7d32}.post{background:#1f5fbf}code{background:#f3f4f7;padding:1px 4px;border-radius:3px}
-pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;max-height:320px}
+pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;max-height:320px}p.example code{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #e3e6ec;padding:4px 6px;vertical-align:top;text-align:left}
 .status{font-weight:600}.s2{color:#2f7d32}.s4{color:#b26a00}.s5{color:#b3261e}summary{cursor:pointer;margin:4px 0}`;
 

@@ -142,8 +142,7 @@ function responses(op: Operation): Json {
         }),
   };
   const out: Json = { [String(op.success.status)]: success };
-  const recorded = RECORDED_EXAMPLES[op.operationId];
-  for (const { status, codes, headers: extra, schema } of errorCases(op)) {
+  for (const { status, codes, headers: extra, schema, description } of errorCases(op)) {
     const headers = [
       ...(op.auth && (status === 400 || status === 402 || status === 429) ? RATE_LIMIT_HEADERS : []),
       ...(status === 429 || status === 503 ? ["Retry-After"] : []),
@@ -152,7 +151,7 @@ function responses(op: Operation): Json {
       "X-Request-Id",
     ];
     out[String(status)] = {
-      description: `${ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
+      description: `${description ?? ERROR_DESCRIPTIONS[status] ?? "Error"}: ${codes.join(", ")}`,
       headers: headerRefs(headers),
       // the OAuth endpoints' own errors are RFC 6749 JSON (or a page); a 500 is the house shape
       content: op.oauthErrors && status !== 500 && op.success.html
@@ -160,11 +159,36 @@ function responses(op: Operation): Json {
         : { "application/json": { schema: jsonSchema(schema ?? op.errorBody ?? (op.oauthErrors && status !== 500 ? oauthErrorSchema(codes) : errorSchema(codes))) } },
     };
   }
-  // the response example: a real response recorded by the test suite, under the status it had
-  const at = recorded ? (out[String(recorded.status)] as Json | undefined) : undefined;
-  const json = (at?.content as Json | undefined)?.["application/json"] as Json | undefined;
-  if (recorded && json) json.examples = { recorded: { summary: "A real response, recorded by the test suite", value: recorded.body } };
+  attachRecorded(op, out);
   return out;
+}
+
+/** base64 of the UTF-8 bytes of `text`, as the x402 headers carry their JSON. */
+function base64(text: string): string {
+  return btoa(Array.from(new TextEncoder().encode(text), (byte) => String.fromCharCode(byte)).join(""));
+}
+
+/**
+ * The response examples: real responses recorded by the test suite, each under the status it had,
+ * its body in the response's content and the headers it shows (a redirect's Location, the x402
+ * headers) as examples of those headers, inline instead of a $ref.
+ */
+function attachRecorded(op: Operation, out: Json): void {
+  for (const example of RECORDED_EXAMPLES[op.operationId] ?? []) {
+    const response = out[String(example.status)] as Json | undefined;
+    if (!response) continue;
+    const summary = `${example.excerpt ? "An excerpt of a real response" : "A real response"}, recorded by the test suite`;
+    const [content] = Object.values((response.content ?? {}) as Record<string, Json>);
+    if (content && example.body !== undefined) content.examples = { recorded: { summary, value: example.body } };
+    const headers = response.headers as Record<string, Json> | undefined;
+    for (const [name, value] of Object.entries(example.headers ?? {})) {
+      if (!headers?.[name]) continue;
+      const shown = typeof value === "string"
+        ? { summary, value }
+        : { summary, description: `base64 of \`${JSON.stringify(value)}\``, value: base64(JSON.stringify(value)) };
+      headers[name] = { description: RESPONSE_HEADERS[name].description, schema: RESPONSE_HEADERS[name].schema, examples: { recorded: shown } };
+    }
+  }
 }
 
 /** The server URLs the curl examples use: {base_url} and {site_url} of this document. */

@@ -1,5 +1,5 @@
-// The request example of every operation (a curl command line in `x-codeSamples`) and, for the
-// JSON operations, a response example recorded from a real response of the test suite
+// The request example of every operation (a curl command line in `x-codeSamples`) and the type of
+// the response examples recorded from real responses of the test suite
 // (src/openapi/recorded-examples.ts, written by `UPDATE_EXAMPLES=1` and checked by
 // test/openapi-examples.test.ts, which fails when the server no longer answers so).
 import type { Operation } from "./operation.ts";
@@ -18,6 +18,18 @@ const A = `0x${"a".repeat(40)}`;
 const C = `0x${"c".repeat(40)}`;
 const NEVER = `0x${"3".repeat(40)}`;
 const ID = "6f1c2a54-3b1e-4e8a-9d2f-0c4b7a1e5d93";
+/** The wallet the test suite buys and recovers with (the first development account of Hardhat and Anvil). */
+const BUYER = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+
+/** A real response to an example request, as recorded by the test suite (volatile values normalised). */
+export interface RecordedExample {
+  status: number;
+  /** Headers worth showing: a redirect's Location; the x402 headers decoded from their base64 JSON. */
+  headers?: Record<string, unknown>;
+  /** The JSON body; for an HTML page or a text exposition, a string excerpt (`excerpt` set). */
+  body?: unknown;
+  excerpt?: true;
+}
 
 /** The example request of each operation, by operationId; the same requests record the responses. */
 export const REQUEST_EXAMPLES: Record<string, RequestExample> = {
@@ -63,8 +75,8 @@ export const REQUEST_EXAMPLES: Record<string, RequestExample> = {
     headers: { Accept: "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25" },
   },
   buyCredits: { body: { quantity: 1 }, headers: { "PAYMENT-SIGNATURE": "<base64 x402 PaymentPayload, from the 402's PAYMENT-REQUIRED>" } },
-  recoveryChallenge: { query: { wallet: A } },
-  recoverKey: { body: { wallet: A, issued_at: "<from the challenge>", token: "<from the challenge>", signature: "0x<personal_sign over the challenge's message>" } },
+  recoveryChallenge: { query: { wallet: BUYER } },
+  recoverKey: { body: { wallet: BUYER, issued_at: "<from the challenge>", token: "<from the challenge>", signature: "0x<personal_sign over the challenge's message>" } },
   health: {},
   openapiDocument: {},
   apiReference: {},

@@ -12,6 +12,8 @@ export interface ErrorCase {
   headers?: string[];
   /** The body when it is more than {error, code}. */
   schema?: Schema;
+  /** What this status means here, when the house meaning of the status does not fit. */
+  description?: string;
 }
 
 export interface Operation {

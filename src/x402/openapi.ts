@@ -27,7 +27,12 @@ export const x402Openapi: Operation[] = [
     errors: [
       { status: 400, codes: ["INVALID_REQUEST", "INVALID_PAYMENT"] },
       { status: 401, codes: ["INVALID_TOPUP_KEY"] },
-      { status: 402, codes: ["PAYMENT_REQUIRED"], headers: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"] },
+      {
+        status: 402,
+        codes: ["PAYMENT_REQUIRED"],
+        headers: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"],
+        description: "Payment required: the x402 challenge is in PAYMENT-REQUIRED (or a payment was refused, the reason in the body and PAYMENT-RESPONSE)",
+      },
       { status: 403, codes: ["OAUTH_CANNOT_BUY"] },
       { status: 409, codes: ["KEY_CAP_REACHED"] },
       { status: 413, codes: ["INVALID_REQUEST"] },

@@ -27,9 +27,8 @@ export interface Buyer {
   sent: Request[];
 }
 
-/** A wallet funded with `dollars` USDC at the facilitator's faucet, paying through @x402/fetch. */
-export async function newBuyer(facilitator: Facilitator, dollars = 100): Promise<Buyer> {
-  const account = privateKeyToAccount(generatePrivateKey());
+/** A wallet (a new one unless given) funded with `dollars` USDC at the facilitator's faucet, paying through @x402/fetch. */
+export async function newBuyer(facilitator: Facilitator, dollars = 100, account = privateKeyToAccount(generatePrivateKey())): Promise<Buyer> {
   const res = await fetch(`${facilitator.url}/faucet`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
