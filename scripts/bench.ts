@@ -163,9 +163,9 @@ async function createBenchAccounts(db: Db, count: number, now: Date): Promise<Be
 /** What all the bench accounts were metered for over the run. */
 async function readMetering(db: Db) {
   const [row] = await db.query<{ events: string; units: string; matches: string; debits: string; debited: string }>(
-    `SELECT (SELECT count(*) FROM usage_events) AS events,
-            (SELECT coalesce(sum(units), 0) FROM usage_events) AS units,
-            (SELECT coalesce(sum(matches), 0) FROM usage_events) AS matches,
+    `SELECT (SELECT coalesce(sum(requests), 0) FROM usage_counts) AS events,
+            (SELECT coalesce(sum(units), 0) FROM usage_counts) AS units,
+            (SELECT coalesce(sum(matches), 0) FROM usage_counts) AS matches,
             (SELECT count(DISTINCT call_key) FROM debits) AS debits,
             (SELECT coalesce(sum(matches), 0) FROM debits) AS debited`,
   );
@@ -635,7 +635,7 @@ async function main(): Promise<number> {
       for (const line of ratios.lines) log(line);
       if (metering) {
         log(
-          `metering over the rounds: ${metering.usageEvents} usage events, ${metering.rateUnits} rate units counted, ` +
+          `metering over the rounds: ${metering.usageEvents} calls in /usage, ${metering.rateUnits} rate units counted, ` +
             `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
         );
       }

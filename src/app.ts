@@ -60,7 +60,7 @@ export interface App {
   fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
   verifyAccessToken: VerifyAccessToken;
-  /** Writes buffered usage events; call before closing the database. */
+  /** Writes buffered usage counters; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
   routes: Array<{ method: string; path: string }>;

@@ -6,11 +6,12 @@ export const SQL_DIR = fileURLToPath(new URL("../../sql", import.meta.url));
 
 export const QUERY_NAMES = [
   "meter_call",
+  "meter_calls",
   "wallets_select_records",
-  "usage_events_insert_many",
-  "usage_events_select_summary",
-  "usage_events_select_by_route",
-  "usage_events_select_by_day",
+  "usage_counts_upsert_many",
+  "usage_counts_select_summary",
+  "usage_counts_select_by_route",
+  "usage_counts_select_by_day",
   "idempotent_responses_complete",
   "idempotent_responses_release",
   "accounts_insert",

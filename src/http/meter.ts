@@ -1,5 +1,6 @@
-// Authenticates a request and meters it in one database round trip (meter_call), and renders
-// the rate-limit headers and usage event of every authenticated response.
+// Authenticates a request and meters it in one database round trip (meter_calls, grouped with the
+// calls in flight; meter_call for idempotent calls), and renders
+// the rate-limit headers and usage of every authenticated response.
 import type { Context, MiddlewareHandler } from "hono";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
@@ -7,6 +8,8 @@ import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
 import type { IdentityRow } from "../index/records.ts";
 import { ApiError } from "./errors.ts";
+import { meterGrouped } from "./meter-group.ts";
+import { uuidv7 } from "../ledger/call-keys.ts";
 import { metrics } from "../observe/metrics.ts";
 import "./context.ts";
 
@@ -152,47 +155,31 @@ export async function meterKey(
   onMetered: (m: Metered) => void,
 ): Promise<Metered> {
   const bill = options.billWallets && options.billWallets.length > 0 ? options.billWallets : null;
-  const claimToken = options.idempotency ? crypto.randomUUID() : null;
-  const callKey = options.callKey ?? (bill ? `call:${crypto.randomUUID()}` : null);
-
-  // While another request holds the Idempotency-Key, ask again until it answers (then this one
-  // replays it or is refused as another body) or its claim expires (then this one runs).
-  const giveUpAt = performance.now() + (IDEMPOTENCY_CLAIM_SECONDS + 5) * 1000;
-  let pause = 20;
+  const lookup = options.lookup && options.lookup.length > 0 ? options.lookup : null;
   let now: Date;
-  let rows: MeterRow[];
-  for (;;) {
-    now = deps.now();
-    rows = await deps.db.query<MeterRow>(sql("meter_call"), [
+  let row: MeterRow | undefined;
+  let identities: IdentityRow[];
+  let claimToken: string | null = null;
+  if (!options.idempotency && !options.callKey) {
+    // the common call: metered with the others in flight on this process (group commit)
+    ({ outcome: row, identities, now } = await meterGrouped<MeterRow>(deps.db, deps.now, {
       digest,
-      now,
-      options.weight,
-      options.needsCredits,
-      options.listSize ?? null,
-      callKey,
+      weight: options.weight,
+      needsCredits: options.needsCredits,
+      listSize: options.listSize ?? null,
       bill,
-      options.idempotency?.key ?? null,
-      options.idempotency?.requestHash ?? null,
-      claimToken,
-      IDEMPOTENCY_CLAIM_SECONDS,
-      options.lookup && options.lookup.length > 0 ? options.lookup : null,
-    ]);
-    // meter_call always answers one row; none was seen under a pg_terminate_backend storm (an
-    // answer cut short): the database is unavailable, not the request at fault
-    if (!rows[0]) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
-    if (rows[0].outcome !== "in_flight") break;
-    if (performance.now() > giveUpAt) {
-      throw new ApiError(
-        409,
-        "IDEMPOTENCY_KEY_REUSED",
-        "Idempotency-Key is in use by a request still in progress: retry once it has been answered",
-        { "Retry-After": "1" },
-      );
-    }
-    await sleep(pause);
-    pause = Math.min(250, pause * 1.5);
+      lookup,
+    }));
+  } else {
+    claimToken = options.idempotency ? crypto.randomUUID() : null;
+    let rows: MeterRow[];
+    ({ rows, now } = await meterClaimed(deps, digest, options, { bill, lookup, claimToken }));
+    row = rows[0];
+    identities = rows[0]?.address ? (rows as IdentityRow[]) : [];
   }
-  const row = rows[0];
+  // meter_call and meter_calls answer a row for every call; none was seen under a
+  // pg_terminate_backend storm (an answer cut short): the database is unavailable, not the request
+  if (!row) throw Object.assign(new Error("Cannot meter the call: the database's answer was cut short"), { code: "CONNECTION_CLOSED" });
   if (row.outcome === "unauthorized") {
     metrics.metering.inc({ outcome: "unauthorized" });
     throw UNAUTHORIZED(true);
@@ -216,7 +203,7 @@ export async function meterKey(
     units: row.outcome === "ok" ? options.weight : 0,
     wallets: options.wallets ?? 0,
     route: options.route,
-    identities: row.address ? (rows as IdentityRow[]) : [],
+    identities: row.outcome === "ok" ? identities : [],
   };
   onMetered(metered);
   metrics.metering.inc({ outcome: row.outcome });
@@ -253,6 +240,50 @@ export async function meterKey(
       );
     default:
       return metered;
+  }
+}
+
+/**
+ * A call holding an Idempotency-Key (or a caller's own debit key) is metered alone by meter_call:
+ * its claim is per call. While another request holds the key, asks again until it answers (then
+ * this one replays it or is refused as another body) or its claim expires (then this one runs).
+ */
+async function meterClaimed(
+  deps: MeterDeps,
+  digest: string,
+  options: MeterOptions,
+  call: { bill: string[] | null; lookup: string[] | null; claimToken: string | null },
+): Promise<{ rows: MeterRow[]; now: Date }> {
+  const callKey = options.callKey ?? (call.bill ? `call:${uuidv7()}` : null);
+  const giveUpAt = performance.now() + (IDEMPOTENCY_CLAIM_SECONDS + 5) * 1000;
+  let pause = 20;
+  for (;;) {
+    const now = deps.now();
+    const rows = await deps.db.query<MeterRow>(sql("meter_call"), [
+      digest,
+      now,
+      options.weight,
+      options.needsCredits,
+      options.listSize ?? null,
+      callKey,
+      call.bill,
+      options.idempotency?.key ?? null,
+      options.idempotency?.requestHash ?? null,
+      call.claimToken,
+      IDEMPOTENCY_CLAIM_SECONDS,
+      call.lookup,
+    ]);
+    if (rows[0]?.outcome !== "in_flight") return { rows, now };
+    if (performance.now() > giveUpAt) {
+      throw new ApiError(
+        409,
+        "IDEMPOTENCY_KEY_REUSED",
+        "Idempotency-Key is in use by a request still in progress: retry once it has been answered",
+        { "Retry-After": "1" },
+      );
+    }
+    await sleep(pause);
+    pause = Math.min(250, pause * 1.5);
   }
 }
 
@@ -348,7 +379,7 @@ export function rateLimitHeaders(m: Metered, now: Date): Record<string, string> 
   };
 }
 
-/** Adds the rate-limit headers to authenticated responses and records their usage events. */
+/** Adds the rate-limit headers to authenticated responses and counts their usage. */
 export function meteredResponses(usage: UsageRecorder, now: () => Date): MiddlewareHandler {
   return async (c, next) => {
     const started = performance.now();

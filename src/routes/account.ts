@@ -151,9 +151,9 @@ export function accountRoutes(deps: RouteDeps) {
         total_wallets: number;
         avg_latency_ms: number;
         error_rate: number;
-      }>(sql("usage_events_select_summary"), [m.accountId, since]),
-      deps.db.query<{ route: string; count: number }>(sql("usage_events_select_by_route"), [m.accountId, since]),
-      deps.db.query<{ date: string; count: number; credits: number }>(sql("usage_events_select_by_day"), [
+      }>(sql("usage_counts_select_summary"), [m.accountId, since]),
+      deps.db.query<{ route: string; count: number }>(sql("usage_counts_select_by_route"), [m.accountId, since]),
+      deps.db.query<{ date: string; count: number; credits: number }>(sql("usage_counts_select_by_day"), [
         m.accountId,
         since,
       ]),

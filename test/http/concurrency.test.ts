@@ -2,12 +2,10 @@
 // in flight makes other requests with the key wait and replay (or be refused), never run; the
 // balance check is serialized with the debit, so concurrent calls overdraw by at most one
 // call's matches; the same JSON written differently is the same idempotent request.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { eachDatabase } from "../support/db.ts";
-import { openDatabase } from "../../src/db/open.ts";
-import type { Db } from "../../src/db/types.ts";
-import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
+import { createClock, createCustomer, serverPair } from "../support/server.ts";
 import { address, debitedTotal, debitsOf, importIndex, rateWindowOf } from "../support/http.ts";
 import { readCredits } from "../../src/ledger/accounts.ts";
 import { sha256Hex } from "../../src/ledger/keys.ts";
@@ -17,27 +15,13 @@ const billable = (i: number) => address(i, "b1");
 
 eachDatabase("metering under concurrency", (get) => {
   const clock = createClock("2026-11-20T12:00:30Z");
-  const servers: TestServer[] = [];
-  let second: Db | undefined;
-
-  before(async () => {
-    const { db, url } = get();
+  const servers = serverPair(get, clock, (db) => {
     const observed_at = new Date(clock.now().getTime() - 86_400_000).toISOString();
-    await importIndex(
+    return importIndex(
       db,
       Array.from({ length: 300 }, (_, i) => ({ wallet: billable(i), kind: "twitter", route: "x-signin", handle: `billable${i}`, observed_at })),
       clock.now(),
     );
-    servers.push(await startServer(db, { clock }));
-    // on PostgreSQL a second server process's worth: its own pool on the same database
-    if (url) {
-      second = await openDatabase({ databaseUrl: url, max: 4 });
-      servers.push(await startServer(second, { clock }));
-    }
-  });
-  after(async () => {
-    for (const s of servers) await s.close();
-    await second?.close();
   });
 
   /** The servers in turn, so concurrent requests spread over both processes where there are two. */

@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import { allowOf, ROUTES } from "../../src/app.ts";
 import { eachDatabase } from "../support/db.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
-import { address, assertErrorBody, debitsOf, expectStatus, importIndex, rateWindowOf, usageEventsOf } from "../support/http.ts";
+import { address, assertErrorBody, debitsOf, expectStatus, importIndex, rateWindowOf, usageCountsOf } from "../support/http.ts";
 
 const START = "2026-11-20T12:00:30Z";
 const BILL = address(7, "b");
@@ -69,7 +69,7 @@ eachDatabase("HEAD", (get) => {
     assert.deepEqual(await debitsOf(get().db, c.accountId), [], "HEAD debited nothing");
     assert.equal(await rateWindowOf(get().db, c.accountId), undefined, "HEAD spent no rate units");
     await server.app.close(); // flushes buffered usage events
-    assert.deepEqual(await usageEventsOf(get().db, c.accountId), [], "HEAD is not in usage");
+    assert.deepEqual(await usageCountsOf(get().db, c.accountId), [], "HEAD is not in usage");
   });
 
   test("a 405 to HEAD is the usual error body to a GET-less client, and the 405 of another method names HEAD only where it is served", async () => {

@@ -11,7 +11,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { openDatabase } from "../../src/db/open.ts";
 import { createPostgresDatabase } from "../support/db.ts";
 import { loadFixtures, W } from "../support/fixtures.ts";
-import { debitsOf, usageEventsOf } from "../support/http.ts";
+import { debitsOf, usageCountsOf } from "../support/http.ts";
 import { createCustomer } from "../support/server.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -55,7 +55,7 @@ describe("MCP over stdio (npm run mcp:stdio)", () => {
       const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 1 }], now });
       const stderr = await session({ WALLETID_API_KEY: customer.apiKey, DATABASE_URL: created.url }, exercise);
       assert.equal((await debitsOf(db, customer.accountId)).length, 1, stderr);
-      const events = await usageEventsOf(db, customer.accountId);
+      const events = await usageCountsOf(db, customer.accountId);
       assert.deepEqual(events.map((e) => e.route), ["/v1/wallet/{address}"], "usage written before the process exits");
     } finally {
       await db.close();

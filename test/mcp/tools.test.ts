@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { eachDatabase } from "../support/db.ts";
 import { W } from "../support/fixtures.ts";
-import { debitsOf, rateWindowOf, usageEventsOf } from "../support/http.ts";
+import { debitsOf, rateWindowOf, usageCountsOf } from "../support/http.ts";
 import { fixtureSuite, json } from "../support/server.ts";
 import { connect, type ClientKind, type McpTestClient } from "./support.ts";
 
@@ -180,7 +180,7 @@ for (const kind of ["v1", "v2"] as ClientKind[]) {
       assert.ok(stats.total_wallets >= 10);
       assert.equal(stats.billed_matches, 0);
       assert.ok((await routesUsed())["/v1/usage"] >= 1, "the balance tool is recorded under /v1/usage");
-      const events = await usageEventsOf(get().db, suite.accountId);
+      const events = await usageCountsOf(get().db, suite.accountId);
       const statsEvent = events.filter((e) => e.route === "/v1/stats").at(-1)!;
       assert.equal(statsEvent.units, 0);
       assert.equal(statsEvent.status, 200);

@@ -143,7 +143,7 @@ eachDatabase("OAuth tokens on the MCP server", (get) => {
       const usage = await expectStatus(await server.request("/api/v1/usage?period=day", { key: customer.apiKey }), 200);
       assert.ok(usage.body.data.usage.total_requests >= 1, "usage is the account's");
       const rows = await get().db.query<{ internal: boolean }>(
-        "SELECT k.internal FROM usage_events u JOIN api_keys k ON k.id = u.key_id WHERE u.account_id = $1",
+        "SELECT k.internal FROM usage_counts u JOIN api_keys k ON k.id = u.key_id WHERE u.account_id = $1",
         [customer.accountId],
       );
       assert.ok(rows.some((r) => r.internal), "tool calls are recorded under the connection's hidden key");

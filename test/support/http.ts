@@ -1,5 +1,5 @@
 // Helpers for the HTTP suites: status checks that print the body, index fixtures and reads of
-// the ledger tables (debits, rate_windows, usage_events) after a mutating call.
+// the ledger tables (debits, rate_windows, usage_counts) after a mutating call.
 import assert from "node:assert/strict";
 import type { Db } from "../../src/db/types.ts";
 import { importObservations } from "../../src/index/import.ts";
@@ -128,21 +128,23 @@ export async function setRateWindow(
   );
 }
 
-export interface UsageEventRow {
+export interface UsageCountRow {
+  minute: Date;
   route: string;
   status: number;
+  requests: number;
   units: number;
   wallets: number;
   matches: number;
-  latency_ms: number;
-  created_at: Date;
+  latency_ms_sum: number;
 }
 
-/** Usage events as stored; they are buffered, so read them after a GET /usage has flushed them. */
-export async function usageEventsOf(db: Db, accountId: string): Promise<UsageEventRow[]> {
-  const rows = await db.query<UsageEventRow & Record<string, unknown>>(
-    `SELECT route, status::integer AS status, units, wallets, matches, latency_ms::float8 AS latency_ms, created_at
-       FROM usage_events WHERE account_id = $1 ORDER BY id`,
+/** Usage counters as stored, oldest minute first; they are buffered, so read them after a GET /usage has flushed them. */
+export async function usageCountsOf(db: Db, accountId: string): Promise<UsageCountRow[]> {
+  const rows = await db.query<UsageCountRow & Record<string, unknown>>(
+    `SELECT minute, route, status::integer AS status, requests, units::integer AS units, wallets::integer AS wallets,
+            matches::integer AS matches, latency_ms_sum
+       FROM usage_counts WHERE account_id = $1 ORDER BY minute, route COLLATE "C", status`,
     [accountId],
   );
   return [...rows];

@@ -9,6 +9,7 @@ import { createApiKey } from "../../src/ledger/keys.ts";
 import { after, before } from "node:test";
 import { loadFixtures } from "./fixtures.ts";
 import { freePort } from "./ports.ts";
+import { openDatabase } from "../../src/db/open.ts";
 
 export interface Clock {
   now: () => Date;
@@ -137,4 +138,28 @@ export function fixtureSuite(
   });
   after(() => suite.server.close());
   return suite;
+}
+
+/**
+ * The servers of a suite that meters across processes: one on the test database and, on
+ * PostgreSQL, a second one with its own pool on the same database (another process's worth).
+ * Call inside a describe; `prepare` fills the database first. `servers` is filled once started.
+ */
+export function serverPair(get: () => { db: Db; url?: string }, clock: Clock, prepare: (db: Db) => Promise<unknown>): TestServer[] {
+  const servers: TestServer[] = [];
+  let second: Db | undefined;
+  before(async () => {
+    const { db, url } = get();
+    await prepare(db);
+    servers.push(await startServer(db, { clock }));
+    if (url) {
+      second = await openDatabase({ databaseUrl: url, max: 4 });
+      servers.push(await startServer(second, { clock }));
+    }
+  });
+  after(async () => {
+    for (const s of servers) await s.close();
+    await second?.close();
+  });
+  return servers;
 }

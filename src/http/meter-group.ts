@@ -1,0 +1,115 @@
+// Group commit of metered calls: the calls of a process that arrive while its metering statement
+// is in flight are metered together by the next one (meter_calls), one statement and one commit
+// for all of them. No timer: a call arriving when a lane is free is metered at once.
+import type { Db, Row } from "../db/types.ts";
+import { sql } from "../db/queries.ts";
+import { uuidv7 } from "../ledger/call-keys.ts";
+import type { IdentityRow } from "../index/records.ts";
+
+export interface GroupedCall {
+  digest: string;
+  weight: number;
+  needsCredits: boolean;
+  listSize: number | null;
+  /** Deduplicated addresses to bill, or null. */
+  bill: string[] | null;
+  /** Addresses whose identity rows to read when the call is let through, or null. */
+  lookup: string[] | null;
+}
+
+export interface GroupedAnswer<T> {
+  /** The call's metering outcome; undefined when the answer was cut short. */
+  outcome: T | undefined;
+  /** The identity rows of its lookup, read whatever the outcome: use them only when it is ok. */
+  identities: IdentityRow[];
+  /** The time the batch was metered at. */
+  now: Date;
+}
+
+interface Pending {
+  call: GroupedCall;
+  now: () => Date;
+  resolve: (answer: GroupedAnswer<Row>) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Group {
+  queue: Pending[];
+  inFlight: number;
+}
+
+/** More calls than this wait for the next statement: one statement stays a few milliseconds. */
+const MAX_CALLS = 256;
+
+/**
+ * Statements in flight at once per process. One: a second lane let the next group's key check
+ * and identity reads run while the previous group held its locks, but the groups got smaller and
+ * the bench measured more CPU per request in both processes (server 247 against 165 µs,
+ * PostgreSQL 210 against 140) and fewer requests a second (1,798 against 2,263).
+ */
+export const METER_LANES = 1;
+
+const groups = new WeakMap<Db, Group>();
+
+/**
+ * Meters one call with the others of its group on `db`. Resolves once the statement holding it
+ * has committed; rejects with the statement's error (every call of that statement does).
+ */
+export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: GroupedCall): Promise<GroupedAnswer<T>> {
+  let group = groups.get(db);
+  if (!group) {
+    group = { queue: [], inFlight: 0 };
+    groups.set(db, group);
+  }
+  const answer = new Promise<GroupedAnswer<Row>>((resolve, reject) => group.queue.push({ call, now, resolve, reject }));
+  if (group.inFlight < METER_LANES) void drain(db, group);
+  return answer as Promise<GroupedAnswer<T>>;
+}
+
+async function drain(db: Db, group: Group): Promise<void> {
+  group.inFlight++;
+  try {
+    while (group.queue.length > 0) {
+      const batch = group.queue.splice(0, MAX_CALLS);
+      const at = batch[0].now();
+      try {
+        const rows = await db.query(sql("meter_calls"), statementParams(batch, at));
+        const answers = batch.map((): GroupedAnswer<Row> => ({ outcome: undefined, identities: [], now: at }));
+        for (const row of rows) {
+          const answer = answers[(row.call_ix as number) - 1];
+          if (row.outcome === null) answer.identities.push(row as unknown as IdentityRow);
+          else answer.outcome = row;
+        }
+        batch.forEach((p, i) => p.resolve(answers[i]));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
+    }
+  } finally {
+    group.inFlight--;
+  }
+}
+
+function statementParams(batch: Pending[], at: Date): unknown[] {
+  const billCall: number[] = [];
+  const billWallets: string[] = [];
+  batch.forEach((p, i) => {
+    for (const wallet of p.call.bill ?? []) {
+      billCall.push(i + 1);
+      billWallets.push(wallet);
+    }
+  });
+  return [
+    at,
+    // one key for the batch's debits, one row per account under it; time-ordered (UUIDv7)
+    `meter:${uuidv7(at.getTime())}`,
+    batch.map((p) => p.call.digest),
+    batch.map((p) => p.call.weight),
+    batch.map((p) => p.call.needsCredits),
+    batch.map((p) => p.call.listSize),
+    billCall,
+    billWallets,
+    // addresses are 0x-hex: a comma-joined list per call keeps the parameter one flat array
+    batch.map((p) => (p.call.lookup && p.call.lookup.length > 0 ? p.call.lookup.join(",") : null)),
+  ];
+}
