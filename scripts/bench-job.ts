@@ -30,6 +30,8 @@ export interface JobCaseReport {
   pagesSeconds: number;
   stages: Record<string, { wallets: number; seconds: number; walletsPerSecond: number }>;
   workerPeakRssMb: number | null;
+  /** CPU seconds (user + system) from submission to completion, from /proc; null where it is not there. */
+  cpuSeconds: { worker: number; postgres: number } | null;
   matched: number;
   billed: number;
   found: number;
@@ -45,6 +47,41 @@ function peakRssMb(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (utime + stime) a process has used so far; null once it is gone or without /proc. */
+function cpuSeconds(pid: number): number | null {
+  try {
+    // the fields after the command name, which is in parentheses and may hold spaces
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU of the PostgreSQL backends serving the bench database (the server's pool and the worker's),
+ * sampled while the job runs: per backend, the last figure seen minus the first. Other databases'
+ * backends on the same server (other people's tests) are not counted.
+ */
+function backendCpu(db: Db, database: string) {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  return {
+    async sample() {
+      const rows = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database]);
+      for (const { pid } of rows) {
+        const cpu = cpuSeconds(pid);
+        if (cpu === null) continue;
+        if (!first.has(pid)) first.set(pid, cpu);
+        last.set(pid, cpu);
+      }
+    },
+    seconds: () => [...last].reduce((sum, [pid, cpu]) => sum + cpu - first.get(pid)!, 0),
+  };
 }
 
 function shuffle<T>(items: T[]): T[] {
@@ -89,10 +126,13 @@ export async function runJobCase(options: {
   const worker = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: "info" },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  // log lines go to stdout, a failure to start to stderr: both are kept for the report
   let workerLog = "";
-  worker.stderr!.on("data", (c: Buffer) => (workerLog = (workerLog + c.toString()).slice(-4000)));
+  const keep = (c: Buffer) => (workerLog = (workerLog + c.toString()).slice(-4000));
+  worker.stdout!.on("data", keep);
+  worker.stderr!.on("data", keep);
   const workerExited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   const auth = { Authorization: `Bearer ${options.apiKey}` };
 
@@ -113,6 +153,9 @@ export async function runJobCase(options: {
     const subBody = (await sub.json()) as any;
     if (sub.status !== 202) throw new Error(`Cannot run the job case: POST /jobs answered ${sub.status}: ${JSON.stringify(subBody)}`);
     const submitMs = performance.now() - t0;
+    const workerCpuAtStart = cpuSeconds(worker.pid!);
+    const postgresCpu = backendCpu(db, new URL(options.databaseUrl).pathname.slice(1));
+    await postgresCpu.sample();
     const id: string = subBody.data.job_id;
 
     let peak: number | null = null;
@@ -121,6 +164,7 @@ export async function runJobCase(options: {
     while (status !== "completed") {
       await sleep(250);
       peak = peakRssMb(worker.pid!) ?? peak;
+      await postgresCpu.sample();
       const res = await fetch(`${server.url}/api/v1/jobs/${id}?limit=1`, { headers: auth });
       const body = (await res.json()) as any;
       status = body.data.status;
@@ -133,6 +177,9 @@ export async function runJobCase(options: {
     }
     const completeSeconds = (performance.now() - t0) / 1000;
     peak = peakRssMb(worker.pid!) ?? peak;
+    await postgresCpu.sample();
+    const workerCpu = cpuSeconds(worker.pid!);
+    const cpu = workerCpu !== null && workerCpuAtStart !== null ? { worker: workerCpu - workerCpuAtStart, postgres: postgresCpu.seconds() } : null;
 
     const t1 = performance.now();
     let offset: number | null = 0;
@@ -171,6 +218,7 @@ export async function runJobCase(options: {
       pagesSeconds,
       stages,
       workerPeakRssMb: peak,
+      cpuSeconds: cpu,
       matched,
       billed: Number(billed.n),
       found,
@@ -183,10 +231,13 @@ export async function runJobCase(options: {
     await rpc.close();
     // what the live sources wrote goes again, so the next run meets the same index
     try {
-      await db.query("DELETE FROM links WHERE wallet = ANY($1::text[])", [live]);
-      await db.query("DELETE FROM wallets WHERE address = ANY($1::text[])", [live]);
-      await db.query("DELETE FROM farcaster_accounts WHERE fid >= $1", [FID_BASE]);
-      await db.query("DELETE FROM live_answers WHERE address = ANY($1::text[])", [live]);
+      // bulk: the triggers refresh reverse_entries for 50,000 wallets, longer than a statement may take
+      await db.transaction(async (tx) => {
+        await tx.query("DELETE FROM links WHERE wallet = ANY($1::text[])", [live]);
+        await tx.query("DELETE FROM wallets WHERE address = ANY($1::text[])", [live]);
+        await tx.query("DELETE FROM farcaster_accounts WHERE fid >= $1", [FID_BASE]);
+        await tx.query("DELETE FROM live_answers WHERE address = ANY($1::text[])", [live]);
+      }, { bulk: true });
     } catch (err) {
       log(`WARNING: could not remove the job case's live wallets from the index: ${(err as Error).message}`);
     }
@@ -203,4 +254,8 @@ export function printJobReport(r: JobCaseReport, log: (line: string) => void): v
   }
   log(`results read in ${n(r.pagesSeconds, 1)} s (${Math.ceil(r.wallets / 1000)} pages); ${n(r.found)} found, meta.matched ${n(r.matched)}, billed ${n(r.billed)}${r.matched === r.billed ? "" : "  MISMATCH"}`);
   log(`worker peak memory (VmHWM): ${r.workerPeakRssMb === null ? "unknown" : `${n(r.workerPeakRssMb, 1)} MB`}`);
+  if (r.cpuSeconds) {
+    const perWallet = (s: number) => n((s * 1e6) / r.wallets);
+    log(`CPU from submission to completion: worker ${n(r.cpuSeconds.worker, 2)} s (${perWallet(r.cpuSeconds.worker)} us/wallet), PostgreSQL backends ${n(r.cpuSeconds.postgres, 2)} s (${perWallet(r.cpuSeconds.postgres)} us/wallet)`);
+  }
 }
