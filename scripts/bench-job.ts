@@ -1,5 +1,5 @@
 // The bench's job case: one job of 100,000 addresses through the real server and a separate
-// worker process (`npm run worker`), half of them in the index and half resolved by fast local
+// worker process (`npm run worker`: the bundled worker with its heap cap), half of them in the index and half resolved by fast local
 // fake upstreams (Neynar-shaped API and a JSON-RPC endpoint for ENS). Reports wallets per
 // second through each stage and the worker's peak memory.
 import { spawn } from "node:child_process";
@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { Db } from "../src/db/types.ts";
+import { workerArgs } from "../test/support/process.ts";
 import { startFakeEthRpc, startFakeNeynar } from "../test/support/upstreams.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -123,7 +124,7 @@ export async function runJobCase(options: {
   });
   const env = { DATABASE_URL: options.databaseUrl, NEYNAR_API_URL: neynar.url, ETH_RPC_URL: rpc.url };
   const server = await options.startServer("job", options.serverEntry, { ...env, WORKER: "0" });
-  const worker = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
+  const worker = spawn(process.execPath, workerArgs(), {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -248,7 +249,8 @@ export function printJobReport(r: JobCaseReport, log: (line: string) => void): v
   const n = (x: number, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
   log(`job of ${n(r.wallets)} (${n(r.inIndex)} in the index, ${n(r.live)} live): submitted in ${n(r.submitMs)} ms, completed in ${n(r.completeSeconds, 1)} s (${n(r.walletsPerSecond)} wallets/s end to end)`);
   log("stage     wallets   seconds   wallets/s");
-  for (const stage of ["index", "cache", "live", "onchain"]) {
+  // write: the chunks' write transactions, which overlap the next chunk's stages
+  for (const stage of ["index", "cache", "live", "onchain", "write"]) {
     const s = r.stages[stage];
     if (s) log(`${stage.padEnd(8)} ${n(s.wallets).padStart(8)}  ${n(s.seconds, 2).padStart(8)}  ${n(s.walletsPerSecond).padStart(10)}`);
   }

@@ -147,6 +147,15 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     next = resolve(at);
     next.catch(() => {}); // awaited below; this only keeps a failure while a write runs from being unhandled
   };
+  // What the written chunks queued for reverse_entries is refreshed behind them, one pass at a time
+  // beside the pipeline, and once more before the job ends: a single pass at the end took 6.4 s of
+  // 100,000 wallets' job on its own. A failed pass is left for the next one (the queue stays).
+  let flushing: Promise<void> | undefined;
+  const flushBehind = () => {
+    flushing ??= flushReverseEntries(db, job.id)
+      .catch((err: Error) => deps.log(`job ${job.id}: reverse entries are refreshed later (${err.message})`, "warn"))
+      .finally(() => (flushing = undefined));
+  };
 
   try {
     if (processed < job.total) {
@@ -160,7 +169,9 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
       if (after < job.total && !options.shouldStop?.()) start(after);
       await write(ready);
       processed = after;
+      flushBehind();
     }
+    await flushing;
     if (processed < job.total) return "stopped";
     await flushReverseEntries(db, job.id);
     const [done] = await db.query<{ completed: boolean; matched: number | null }>(sql("jobs_complete"), [job.id, job.owner, deps.now()]);
@@ -169,6 +180,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     return "completed";
   } catch (err) {
     await next?.catch(() => {});
+    await flushing;
     if (err instanceof LeaseLost) {
       deps.log(`job ${job.id}: lease lost at ${processed}/${job.total}; another worker carries on`);
       return "lease_lost";

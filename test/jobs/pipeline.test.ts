@@ -1,7 +1,7 @@
 // The job pipeline's database side: the cache lookup, prepared while live_answers was empty, is
 // planned again with each chunk and reads the key once the table has grown; reverse_entries, which a
-// job's chunks leave to the job's end, is complete and counted when the job completes or fails;
-// and the reverse triggers still refresh at once for every other writer.
+// job's chunk transactions queue rather than refresh, is complete and counted when the job completes
+// or fails; and the reverse triggers still refresh at once for every other writer.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sql } from "../../src/db/queries.ts";
@@ -67,18 +67,6 @@ eachDatabase("job pipeline", (get) => {
     const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
     const wallets = [...Array.from({ length: 24 }, (_, i) => liveFarcaster(8000 + i)), liveEns(8100), unknown(8200)];
     const id = (await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id;
-    // mid-job the chunks have queued their wallets instead of refreshing
-    let checks = 0;
-    const { claimJob } = await import("../../src/jobs/worker.ts");
-    const { runJob } = await import("../../src/jobs/run.ts");
-    const job = await claimJob(bench.runDeps, "pipeline-a");
-    assert.equal(job?.id, id);
-    assert.equal(await runJob(bench.runDeps, job!, { shouldStop: () => ++checks > 1 }), "stopped");
-    const [queued] = await db.query<{ n: number }>("SELECT count(*)::integer AS n FROM reverse_pending WHERE job_id = $1", [id]);
-    assert.ok(queued.n > 0, "the first chunk's wallets are queued");
-    assert.deepEqual((await reverseOf(db, "farcaster", "live8000")).wallets, [], "not refreshed chunk by chunk");
-
-    await db.query(sql("jobs_release"), [id, "pipeline-a", clock.now()]);
     assert.deepEqual(await bench.worker.runOnce(), { jobId: id, outcome: "completed" });
     for (let i = 0; i < 24; i++) {
       assert.deepEqual(await reverseOf(db, "farcaster", `live${8000 + i}`), { wallets: [liveFarcaster(8000 + i)], counted: 1 });
@@ -113,16 +101,26 @@ eachDatabase("job pipeline", (get) => {
     assert.equal(left.n, 0);
   });
 
-  test("other writers still refresh at once: a links insert in a transaction of their own", async () => {
+  test("a transaction deferring to a job queues its wallets; the flush refreshes them; other writers refresh at once", async () => {
     const { db } = get();
-    const wallet = liveFarcaster(8900);
-    await db.transaction(async (tx) => {
+    const job = crypto.randomUUID();
+    const link = async (tx: Db, wallet: string, handle: string) => {
       await tx.query("INSERT INTO wallets (address, checked_at, last_updated) VALUES ($1, $2, $2)", [wallet, clock.now()]);
       await tx.query(
-        "INSERT INTO links (wallet, kind, value, route, observed_at, self_declared) VALUES ($1, 'twitter', 'otherwriter', 'farcaster-x-verified', $2, false)",
-        [wallet, clock.now()],
+        "INSERT INTO links (wallet, kind, value, route, observed_at, self_declared) VALUES ($1, 'twitter', $2, 'farcaster-x-verified', $3, false)",
+        [wallet, handle, clock.now()],
       );
+    };
+    await db.transaction(async (tx) => {
+      await tx.query(sql("reverse_pending_defer"), [job]);
+      await link(tx, liveFarcaster(8800), "deferredone");
     });
-    assert.deepEqual(await reverseOf(db, "twitter", "otherwriter"), { wallets: [wallet], counted: 1 });
+    assert.deepEqual(await reverseOf(db, "twitter", "deferredone"), { wallets: [], counted: null }, "queued, not refreshed");
+    // the same connection, next transaction: the setting was the transaction's alone
+    await db.transaction((tx) => link(tx, liveFarcaster(8900), "otherwriter"));
+    assert.deepEqual(await reverseOf(db, "twitter", "otherwriter"), { wallets: [liveFarcaster(8900)], counted: 1 });
+    const [flushed] = await db.query<{ wallets: number }>(sql("reverse_pending_flush"), [job]);
+    assert.equal(flushed.wallets, 1);
+    assert.deepEqual(await reverseOf(db, "twitter", "deferredone"), { wallets: [liveFarcaster(8800)], counted: 1 });
   });
 });
