@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { readConfig } from "../../src/config.ts";
-import { ensSource } from "../../src/sources/ens.ts";
+import { encodeFunctionResult, multicall3Abi, type Hex } from "viem";
+import { aggregate3Results, ensSource } from "../../src/sources/ens.ts";
 import { configuredSources } from "../../src/sources/index.ts";
 import { neynarSource } from "../../src/sources/neynar.ts";
 import { UpstreamError, withRetries } from "../../src/sources/types.ts";
@@ -95,6 +96,20 @@ test("ens: a lookup the multicall cannot settle is asked again alone through vie
   } finally {
     await odd.close();
   }
+});
+
+test("ens: aggregate3's answer read by its layout gives what the ABI decoder gives; a cut answer is refused", () => {
+  const results: Array<{ success: boolean; returnData: Hex }> = [
+    { success: true, returnData: `0x${"ab".repeat(96)}` },
+    { success: false, returnData: "0x77209fe8" },
+    { success: false, returnData: "0x" },
+    { success: true, returnData: `0x${"01".repeat(33)}` },
+  ];
+  const answer = encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: results });
+  assert.deepEqual(aggregate3Results(answer), results);
+  assert.deepEqual(aggregate3Results(encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: [] })), []);
+  assert.equal(aggregate3Results(answer.slice(0, -64)), null);
+  assert.equal(aggregate3Results("0x"), null);
 });
 
 test("withRetries: retries retryable failures up to the attempts, honours Retry-After, stops at a non-retryable one", async () => {
