@@ -1,7 +1,8 @@
--- A job keeps reverse_entries current once, when it ends, instead of once per statement of every
--- chunk. A chunk's transaction names its job in walletid.reverse_deferred_job (transaction-local);
--- the reverse triggers then queue the wallets they would have refreshed, under the job, and the job
--- refreshes them all in one set-based pass (reverse_pending_flush) before it completes or fails.
+-- A job keeps reverse_entries current outside its chunks' transactions instead of once per
+-- statement of every chunk. A chunk's transaction names its job in walletid.reverse_deferred_job
+-- (transaction-local); the reverse triggers then queue the wallets they would have refreshed, under
+-- the job, and the job refreshes what is queued in set-based passes (reverse_pending_flush) behind
+-- its pipeline, and once more before it completes or fails.
 -- Every other writer (imports, maintenance, the admin CLI) sets nothing and refreshes at once, as before.
 --
 -- Per chunk this was three passes over the same wallets: the links trigger ranked them before their
