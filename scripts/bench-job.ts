@@ -1,5 +1,5 @@
 // The bench's job case: one job of 100,000 addresses through the real server and a separate
-// worker process (`npm run worker`), half of them in the index and half resolved by fast local
+// worker process (`npm run worker`: the bundled worker with its heap cap), half of them in the index and half resolved by fast local
 // fake upstreams (Neynar-shaped API and a JSON-RPC endpoint for ENS). Reports wallets per
 // second through each stage and the worker's peak memory.
 import { spawn } from "node:child_process";
@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { Db } from "../src/db/types.ts";
+import { workerArgs } from "../test/support/process.ts";
 import { startFakeEthRpc, startFakeNeynar } from "../test/support/upstreams.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -30,6 +31,8 @@ export interface JobCaseReport {
   pagesSeconds: number;
   stages: Record<string, { wallets: number; seconds: number; walletsPerSecond: number }>;
   workerPeakRssMb: number | null;
+  /** CPU seconds (user + system) from submission to completion, from /proc; null where it is not there. */
+  cpuSeconds: { worker: number; postgres: number } | null;
   matched: number;
   billed: number;
   found: number;
@@ -45,6 +48,41 @@ function peakRssMb(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (utime + stime) a process has used so far; null once it is gone or without /proc. */
+function cpuSeconds(pid: number): number | null {
+  try {
+    // the fields after the command name, which is in parentheses and may hold spaces
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU of the PostgreSQL backends serving the bench database (the server's pool and the worker's),
+ * sampled while the job runs: per backend, the last figure seen minus the first. Other databases'
+ * backends on the same server (other people's tests) are not counted.
+ */
+function backendCpu(db: Db, database: string) {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  return {
+    async sample() {
+      const rows = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database]);
+      for (const { pid } of rows) {
+        const cpu = cpuSeconds(pid);
+        if (cpu === null) continue;
+        if (!first.has(pid)) first.set(pid, cpu);
+        last.set(pid, cpu);
+      }
+    },
+    seconds: () => [...last].reduce((sum, [pid, cpu]) => sum + cpu - first.get(pid)!, 0),
+  };
 }
 
 function shuffle<T>(items: T[]): T[] {
@@ -86,13 +124,16 @@ export async function runJobCase(options: {
   });
   const env = { DATABASE_URL: options.databaseUrl, NEYNAR_API_URL: neynar.url, ETH_RPC_URL: rpc.url };
   const server = await options.startServer("job", options.serverEntry, { ...env, WORKER: "0" });
-  const worker = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
+  const worker = spawn(process.execPath, workerArgs(), {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: "info" },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  // log lines go to stdout, a failure to start to stderr: both are kept for the report
   let workerLog = "";
-  worker.stderr!.on("data", (c: Buffer) => (workerLog = (workerLog + c.toString()).slice(-4000)));
+  const keep = (c: Buffer) => (workerLog = (workerLog + c.toString()).slice(-4000));
+  worker.stdout!.on("data", keep);
+  worker.stderr!.on("data", keep);
   const workerExited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   const auth = { Authorization: `Bearer ${options.apiKey}` };
 
@@ -113,6 +154,9 @@ export async function runJobCase(options: {
     const subBody = (await sub.json()) as any;
     if (sub.status !== 202) throw new Error(`Cannot run the job case: POST /jobs answered ${sub.status}: ${JSON.stringify(subBody)}`);
     const submitMs = performance.now() - t0;
+    const workerCpuAtStart = cpuSeconds(worker.pid!);
+    const postgresCpu = backendCpu(db, new URL(options.databaseUrl).pathname.slice(1));
+    await postgresCpu.sample();
     const id: string = subBody.data.job_id;
 
     let peak: number | null = null;
@@ -121,6 +165,7 @@ export async function runJobCase(options: {
     while (status !== "completed") {
       await sleep(250);
       peak = peakRssMb(worker.pid!) ?? peak;
+      await postgresCpu.sample();
       const res = await fetch(`${server.url}/api/v1/jobs/${id}?limit=1`, { headers: auth });
       const body = (await res.json()) as any;
       status = body.data.status;
@@ -133,6 +178,9 @@ export async function runJobCase(options: {
     }
     const completeSeconds = (performance.now() - t0) / 1000;
     peak = peakRssMb(worker.pid!) ?? peak;
+    await postgresCpu.sample();
+    const workerCpu = cpuSeconds(worker.pid!);
+    const cpu = workerCpu !== null && workerCpuAtStart !== null ? { worker: workerCpu - workerCpuAtStart, postgres: postgresCpu.seconds() } : null;
 
     const t1 = performance.now();
     let offset: number | null = 0;
@@ -171,6 +219,7 @@ export async function runJobCase(options: {
       pagesSeconds,
       stages,
       workerPeakRssMb: peak,
+      cpuSeconds: cpu,
       matched,
       billed: Number(billed.n),
       found,
@@ -183,10 +232,13 @@ export async function runJobCase(options: {
     await rpc.close();
     // what the live sources wrote goes again, so the next run meets the same index
     try {
-      await db.query("DELETE FROM links WHERE wallet = ANY($1::text[])", [live]);
-      await db.query("DELETE FROM wallets WHERE address = ANY($1::text[])", [live]);
-      await db.query("DELETE FROM farcaster_accounts WHERE fid >= $1", [FID_BASE]);
-      await db.query("DELETE FROM live_answers WHERE address = ANY($1::text[])", [live]);
+      // bulk: the triggers refresh reverse_entries for 50,000 wallets, longer than a statement may take
+      await db.transaction(async (tx) => {
+        await tx.query("DELETE FROM links WHERE wallet = ANY($1::text[])", [live]);
+        await tx.query("DELETE FROM wallets WHERE address = ANY($1::text[])", [live]);
+        await tx.query("DELETE FROM farcaster_accounts WHERE fid >= $1", [FID_BASE]);
+        await tx.query("DELETE FROM live_answers WHERE address = ANY($1::text[])", [live]);
+      }, { bulk: true });
     } catch (err) {
       log(`WARNING: could not remove the job case's live wallets from the index: ${(err as Error).message}`);
     }
@@ -197,10 +249,15 @@ export function printJobReport(r: JobCaseReport, log: (line: string) => void): v
   const n = (x: number, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
   log(`job of ${n(r.wallets)} (${n(r.inIndex)} in the index, ${n(r.live)} live): submitted in ${n(r.submitMs)} ms, completed in ${n(r.completeSeconds, 1)} s (${n(r.walletsPerSecond)} wallets/s end to end)`);
   log("stage     wallets   seconds   wallets/s");
-  for (const stage of ["index", "cache", "live", "onchain"]) {
+  // write: the chunks' write transactions, which overlap the next chunk's stages
+  for (const stage of ["index", "cache", "live", "onchain", "write"]) {
     const s = r.stages[stage];
     if (s) log(`${stage.padEnd(8)} ${n(s.wallets).padStart(8)}  ${n(s.seconds, 2).padStart(8)}  ${n(s.walletsPerSecond).padStart(10)}`);
   }
   log(`results read in ${n(r.pagesSeconds, 1)} s (${Math.ceil(r.wallets / 1000)} pages); ${n(r.found)} found, meta.matched ${n(r.matched)}, billed ${n(r.billed)}${r.matched === r.billed ? "" : "  MISMATCH"}`);
   log(`worker peak memory (VmHWM): ${r.workerPeakRssMb === null ? "unknown" : `${n(r.workerPeakRssMb, 1)} MB`}`);
+  if (r.cpuSeconds) {
+    const perWallet = (s: number) => n((s * 1e6) / r.wallets);
+    log(`CPU from submission to completion: worker ${n(r.cpuSeconds.worker, 2)} s (${perWallet(r.cpuSeconds.worker)} us/wallet), PostgreSQL backends ${n(r.cpuSeconds.postgres, 2)} s (${perWallet(r.cpuSeconds.postgres)} us/wallet)`);
+  }
 }

@@ -2,7 +2,7 @@
 // expires, so workers in several processes share the queue and a job whose worker died is
 // taken over and resumed from its last checkpoint.
 import { sql } from "../db/queries.ts";
-import { runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
+import { flushReverseEntries, runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
 
 /**
  * A job whose attempts made no progress this many times in a row (the checkpoint never moved)
@@ -57,6 +57,7 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
     if (!job) return null;
     if (job.stalledAttempts > MAX_ATTEMPTS) {
       deps.log(`job ${job.id}: ${MAX_ATTEMPTS} attempts made no progress at ${job.processed}/${job.total}; failing it`, "warn");
+      await flushReverseEntries(deps.db, job.id);
       await deps.db.query(sql("jobs_fail"), [
         job.id,
         owner,

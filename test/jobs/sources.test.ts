@@ -3,11 +3,12 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { readConfig } from "../../src/config.ts";
-import { ensSource } from "../../src/sources/ens.ts";
+import { encodeFunctionResult, multicall3Abi, type Hex } from "viem";
+import { aggregate3Results, ensSource } from "../../src/sources/ens.ts";
 import { configuredSources } from "../../src/sources/index.ts";
 import { neynarSource } from "../../src/sources/neynar.ts";
 import { UpstreamError, withRetries } from "../../src/sources/types.ts";
-import { startFakeEthRpc, startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
+import { REVERT_UNEXPECTED, startFakeEthRpc, startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
 import { ensNameOf, farcasterUserOf, liveEns, liveFarcaster, unknown } from "./support.ts";
 
 let neynar: FakeUpstream;
@@ -59,7 +60,7 @@ test("neynar: a wrong key is not retried; 429 carries Retry-After; a slow answer
   neynar.behave({});
 });
 
-test("ens: viem's reverse resolution against the JSON-RPC fake, names and no names, batched", async () => {
+test("ens: reverse resolution in one multicall against the JSON-RPC fake, names and no names", async () => {
   const source = ensSource({ rpcUrl: rpc.url, timeoutMs: 2000 });
   const before = rpc.requests;
   const found = await source.resolve([liveEns(1), unknown(1), liveEns(2)]);
@@ -67,12 +68,48 @@ test("ens: viem's reverse resolution against the JSON-RPC fake, names and no nam
     [liveEns(1), [{ kind: "ens", route: "ens-primary", name: "live1.eth" }]],
     [liveEns(2), [{ kind: "ens", route: "ens-primary", name: "live2.eth" }]],
   ]);
-  assert.equal(rpc.requests - before, 1, "three eth_calls in one JSON-RPC batch");
+  assert.equal(rpc.requests - before, 1, "three lookups in one eth_call");
+  // 500 lookups: ten aggregate3 calls of 50, in one JSON-RPC batch
+  const many = Array.from({ length: 500 }, (_, i) => (i % 2 ? liveEns(1000 + i) : unknown(1000 + i)));
+  const asked = rpc.asked.length;
+  const names = await source.resolve(many);
+  assert.equal(names.size, 250);
+  assert.equal(names.get(liveEns(1001))?.[0].name, "live1001.eth");
+  assert.deepEqual(rpc.asked.slice(asked).flat(), many, "every address asked once");
   rpc.behave({ rateLimit: 1 });
   assert.equal((await rejection(source.resolve([liveEns(1)]))).retryable, true);
   rpc.behave({ fail: 1 });
   assert.equal((await rejection(source.resolve([liveEns(1)]))).retryable, true);
   rpc.behave({});
+});
+
+test("ens: a lookup the multicall cannot settle is asked again alone through viem's getEnsName", async () => {
+  const odd = await startFakeEthRpc((a) => (a === unknown(7) ? REVERT_UNEXPECTED : ensNameOf(a)));
+  try {
+    const source = ensSource({ rpcUrl: odd.url, timeoutMs: 2000 });
+    const found = await source.resolve([liveEns(5), unknown(6)]);
+    assert.deepEqual([...found.keys()], [liveEns(5)]);
+    assert.deepEqual(odd.asked, [[liveEns(5), unknown(6)]], "settled by the multicall alone");
+    const failed = await rejection(source.resolve([liveEns(5), unknown(7)]));
+    assert.equal(failed.retryable, true, "viem does not read the revert as no name: the job retries");
+    assert.deepEqual(odd.asked.slice(1), [[liveEns(5), unknown(7)], [unknown(7)]], "the unsettled one asked again, alone");
+  } finally {
+    await odd.close();
+  }
+});
+
+test("ens: aggregate3's answer read by its layout gives what the ABI decoder gives; a cut answer is refused", () => {
+  const results: Array<{ success: boolean; returnData: Hex }> = [
+    { success: true, returnData: `0x${"ab".repeat(96)}` },
+    { success: false, returnData: "0x77209fe8" },
+    { success: false, returnData: "0x" },
+    { success: true, returnData: `0x${"01".repeat(33)}` },
+  ];
+  const answer = encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: results });
+  assert.deepEqual(aggregate3Results(answer), results);
+  assert.deepEqual(aggregate3Results(encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: [] })), []);
+  assert.equal(aggregate3Results(answer.slice(0, -64)), null);
+  assert.equal(aggregate3Results("0x"), null);
 });
 
 test("withRetries: retries retryable failures up to the attempts, honours Retry-After, stops at a non-retryable one", async () => {

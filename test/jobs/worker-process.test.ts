@@ -1,7 +1,7 @@
-// `npm run worker` as real processes on PostgreSQL: one is killed (SIGKILL) in the middle of a
-// job, another takes the job over when the lease expires, resumes from the checkpoint, and the
-// account is debited exactly once; a job whose workers are killed ten times, each after some
-// progress, still completes.
+// `npm run worker` (the bundled worker, with its heap cap) as real processes on PostgreSQL: one
+// is killed (SIGKILL) in the middle of a job, another takes the job over when the lease expires,
+// resumes from the checkpoint, and the account is debited exactly once; a job whose workers are
+// killed ten times, each after some progress, still completes; without DATABASE_URL it says why.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, test } from "node:test";
@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { createJob } from "../../src/jobs/submit.ts";
 import { readCredits } from "../../src/ledger/accounts.ts";
 import { openTestDatabase, type TestDatabase } from "../support/db.ts";
+import { workerArgs } from "../support/process.ts";
 import { createCustomer } from "../support/server.ts";
 import { debitsOf } from "../support/http.ts";
 import { startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
@@ -18,7 +19,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function startWorkerProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
+  const child = spawn(process.execPath, workerArgs(), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -42,6 +43,18 @@ before(async () => {
 after(async () => {
   await neynar.close();
   await database.close();
+});
+
+test("npm run worker builds its bundle and starts; without DATABASE_URL it stops with one line", { timeout: 60_000 }, async () => {
+  assert.deepEqual(workerArgs().slice(0, 1), ["--max-old-space-size=64"], "the heap is capped");
+  const { DATABASE_URL: _, ...env } = process.env;
+  const child = spawn(process.execPath, workerArgs(), { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+  assert.equal(code, 1, output);
+  assert.match(output, /^Cannot start a worker without DATABASE_URL/m);
 });
 
 test("a worker killed mid-job is resumed by another from its checkpoint, billed exactly once [postgres]", { timeout: 120_000 }, async () => {

@@ -1,11 +1,23 @@
 // A server started as a real process (npm start, deno, bun, tsx src/main.ts), in its own process
 // group, waited for until it prints its "listening" line.
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
 export const BIN = join(ROOT, "node_modules", ".bin");
+
+/**
+ * What `npm run worker` runs, as arguments for spawn(process.execPath, ...): its node options (the
+ * heap cap) and the bundling launcher, read from package.json so tests and the bench run the same.
+ */
+export function workerArgs(): string[] {
+  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.worker;
+  const [command, ...args] = script.split(" ");
+  if (command !== "node") throw new Error(`Cannot start the worker as npm run worker does: its script is not a node command (${script})`);
+  return args;
+}
 
 export interface Running {
   url: string;

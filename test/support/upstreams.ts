@@ -3,7 +3,7 @@
 // Universal Resolver calls viem's getEnsName makes. Both can be slow, fail or rate-limit.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { decodeFunctionData, encodeErrorResult, encodeFunctionResult, parseAbi, type Hex } from "viem";
+import { decodeFunctionData, encodeErrorResult, encodeFunctionResult, multicall3Abi, parseAbi, type Hex } from "viem";
 
 export interface Behaviour {
   /** Milliseconds before every answer. */
@@ -136,42 +136,63 @@ export async function startFakeNeynar(
 
 /** The ENS Universal Resolver on mainnet, as viem's chain definition names it. */
 export const UNIVERSAL_RESOLVER = "0xeeeeeeee14d718c2b47d9923deab1335e144eeee";
+/** Multicall3, at the same address on every chain. */
+export const MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11";
 
 export const universalResolverAbi = parseAbi([
   "function reverseWithGateways(bytes reverseName, uint256 coinType, string[] gateways) view returns (string resolvedName, address resolver, address reverseResolver)",
   "error ResolverNotFound(bytes name)",
+  "error Unexpected()",
 ]);
+
+/** What the fake's name lookup returns for an address whose lookup reverts with an error viem does not read as "no name". */
+export const REVERT_UNEXPECTED = "!unexpected";
 
 /**
  * A JSON-RPC endpoint (single and batched requests) answering eth_chainId and the eth_call of
- * reverseWithGateways on the Universal Resolver: the primary name, or the ResolverNotFound
- * revert viem reads as "no name".
+ * reverseWithGateways on the Universal Resolver, directly or inside Multicall3's aggregate3: the
+ * primary name, or the ResolverNotFound revert viem reads as "no name".
  */
 export async function startFakeEthRpc(names: Map<string, string> | ((address: string) => string | undefined)): Promise<FakeUpstream> {
   const lookup = typeof names === "function" ? names : (a: string) => names.get(a);
   return await startFake((_req, body, res, asked) => {
     const batchAsked: string[] = [];
+    /** One reverseWithGateways call: its result, or the revert data of "no name". */
+    const reverse = (data: Hex): { success: boolean; returnData: Hex } => {
+      const { args } = decodeFunctionData({ abi: universalResolverAbi, data });
+      const address = (args[0] as string).toLowerCase();
+      batchAsked.push(address);
+      const name = lookup(address);
+      if (name === REVERT_UNEXPECTED) {
+        return { success: false, returnData: encodeErrorResult({ abi: universalResolverAbi, errorName: "Unexpected" }) };
+      }
+      if (!name) {
+        return { success: false, returnData: encodeErrorResult({ abi: universalResolverAbi, errorName: "ResolverNotFound", args: [args[0] as Hex] }) };
+      }
+      const returnData = encodeFunctionResult({
+        abi: universalResolverAbi,
+        functionName: "reverseWithGateways",
+        result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`],
+      });
+      return { success: true, returnData };
+    };
     const answer = (call: { id: unknown; method?: string; params?: any[] }) => {
       const reply = (r: object) => ({ jsonrpc: "2.0", id: call.id, ...r });
       if (call.method === "eth_chainId") return reply({ result: "0x1" });
       if (call.method === "eth_blockNumber") return reply({ result: "0x1000000" });
       if (call.method !== "eth_call") return reply({ error: { code: -32601, message: "Method not found" } });
       const tx = call.params?.[0] ?? {};
-      if (String(tx.to).toLowerCase() !== UNIVERSAL_RESOLVER) return reply({ result: "0x" });
-      const { args } = decodeFunctionData({ abi: universalResolverAbi, data: tx.data as Hex });
-      const address = (args[0] as string).toLowerCase();
-      batchAsked.push(address);
-      const name = lookup(address);
-      if (!name) {
-        const data = encodeErrorResult({ abi: universalResolverAbi, errorName: "ResolverNotFound", args: [args[0] as Hex] });
-        return reply({ error: { code: 3, message: "execution reverted", data } });
+      const to = String(tx.to).toLowerCase();
+      if (to === MULTICALL3) {
+        const { args } = decodeFunctionData({ abi: multicall3Abi, data: tx.data as Hex });
+        const results = (args[0] as ReadonlyArray<{ target: string; callData: Hex }>).map((c) =>
+          c.target.toLowerCase() === UNIVERSAL_RESOLVER ? reverse(c.callData) : { success: true, returnData: "0x" as Hex },
+        );
+        return reply({ result: encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: results }) });
       }
-      const result = encodeFunctionResult({
-        abi: universalResolverAbi,
-        functionName: "reverseWithGateways",
-        result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`],
-      });
-      return reply({ result });
+      if (to !== UNIVERSAL_RESOLVER) return reply({ result: "0x" });
+      const { success, returnData } = reverse(tx.data as Hex);
+      return success ? reply({ result: returnData }) : reply({ error: { code: 3, message: "execution reverted", data: returnData } });
     };
     const parsed = JSON.parse(body);
     const out = Array.isArray(parsed) ? parsed.map(answer) : answer(parsed);
