@@ -70,7 +70,7 @@ interface ResolvedChunk {
 
 /**
  * Brings reverse_entries up to date for the wallets the job's chunks wrote (they defer it, see
- * 00011_job_reverse.sql). Bulk: a large job's pass may take longer than one statement may.
+ * 00012_job_reverse.sql). Bulk: a large job's pass may take longer than one statement may.
  */
 export async function flushReverseEntries(db: Db, jobId: string): Promise<void> {
   await db.transaction((tx) => tx.query(sql("reverse_pending_flush"), [jobId]), { bulk: true });
