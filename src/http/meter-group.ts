@@ -36,6 +36,8 @@ interface Pending {
 interface Group {
   queue: Pending[];
   inFlight: number;
+  /** The stall watch of calls waiting behind busy lanes, while one is set. */
+  watch: ReturnType<typeof setTimeout> | undefined;
 }
 
 /** More calls than this wait for the next statement: one statement stays a few milliseconds. */
@@ -49,6 +51,16 @@ const MAX_CALLS = 256;
  */
 export const METER_LANES = 1;
 
+/**
+ * A call never waits long behind a stalled statement: when calls have waited this long and every
+ * lane is still busy (a database that stopped answering holds a statement up to its deadline),
+ * another lane takes them, up to MAX_STALL_LANES. So a call's answer is bounded by this wait plus
+ * its own statement's deadline, not by the deadline of the statement before it too. A normal
+ * group statement takes a few milliseconds; the watch never delays a call that could go at once.
+ */
+const STALL_MS = 300;
+const MAX_STALL_LANES = 8;
+
 const groups = new WeakMap<Db, Group>();
 
 /**
@@ -58,12 +70,23 @@ const groups = new WeakMap<Db, Group>();
 export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: GroupedCall): Promise<GroupedAnswer<T>> {
   let group = groups.get(db);
   if (!group) {
-    group = { queue: [], inFlight: 0 };
+    group = { queue: [], inFlight: 0, watch: undefined };
     groups.set(db, group);
   }
   const answer = new Promise<GroupedAnswer<Row>>((resolve, reject) => group.queue.push({ call, now, resolve, reject }));
   if (group.inFlight < METER_LANES) void drain(db, group);
+  else watchStall(db, group);
   return answer as Promise<GroupedAnswer<T>>;
+}
+
+function watchStall(db: Db, group: Group): void {
+  if (group.watch !== undefined) return;
+  group.watch = setTimeout(() => {
+    group.watch = undefined;
+    if (group.queue.length === 0) return;
+    if (group.inFlight < MAX_STALL_LANES) void drain(db, group);
+    if (group.queue.length > 0) watchStall(db, group);
+  }, STALL_MS);
 }
 
 async function drain(db: Db, group: Group): Promise<void> {

@@ -198,6 +198,38 @@ eachDatabase("group-committed metering", (get) => {
     assert.equal((await rateWindowOf(db, c.accountId))?.minute_used ?? 0, answered);
   });
 
+  test("a stalled statement does not hold the calls behind it: another lane meters them while it hangs", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const c = await customer(1);
+    let release!: () => void;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    let stall = true;
+    const stalling: Db = {
+      ...db,
+      async query<T extends Row>(text: string, params?: readonly unknown[]) {
+        if (stall && text.includes("meter_calls(")) {
+          stall = false;
+          await hung; // a database that stopped answering this statement
+          throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
+        }
+        return await db.query<T>(text, params);
+      },
+    };
+    const d = { ...deps, db: stalling };
+    const first = meterKey(d, c.digest, lookup(billable(230)), () => {});
+    void first.catch(() => {});
+    const behind = await Promise.race([
+      Promise.allSettled(Array.from({ length: 3 }, (_, i) => meterKey(d, c.digest, lookup(billable(231 + i)), () => {}))),
+      new Promise<"held">((resolve) => setTimeout(() => resolve("held"), 2_000)),
+    ]);
+    release();
+    assert.notEqual(behind, "held", "the calls behind the stalled statement were answered while it hung");
+    assert.deepEqual((behind as PromiseSettledResult<Metered>[]).map((r) => r.status), ["fulfilled", "fulfilled", "fulfilled"]);
+    await assert.rejects(first);
+    assert.equal(await debitedTotal(db, c.accountId), 3, "only the calls answered are billed");
+  });
+
   test("an answer lost after the commit: its calls are refused, billed once, and the statement never runs again", async () => {
     const { db } = get();
     clock.advance(60_000);
