@@ -16,7 +16,7 @@ async function main(): Promise<void> {
       "Cannot start a worker without DATABASE_URL: the embedded database opens in one process only, and `npm start` already runs a worker inside it",
     );
   }
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: (text) => void process.stdout.write(text) });
   const log = logger.log;
   process.on("exit", () => logger.flush());
   // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded

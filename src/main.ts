@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   if (!config.databaseUrl && process.env.REQUIRE_DATABASE_URL === "1") {
     throw new Error("Cannot start: set DATABASE_URL to a postgres:// URL (this image has no embedded database)");
   }
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: stdoutWriter() });
   const log = logger.log;
   process.on("exit", () => logger.flush());
   const embedded = !config.databaseUrl;
@@ -187,3 +187,16 @@ main().catch((err: Error) => {
   console.error(err.message.startsWith("Cannot") || err.message.startsWith("The embedded") ? err.message : `Cannot start: ${err.message}`);
   process.exit(1);
 });
+
+/** Writes log lines to this runtime's stdout (Deno has no process.stdout.write of its own). */
+function stdoutWriter(): (text: string) => void {
+  const g = globalThis as { Deno?: { stdout: { writeSync(b: Uint8Array): number } } };
+  if (g.Deno) {
+    const encoder = new TextEncoder();
+    return (text) => {
+      const bytes = encoder.encode(text);
+      for (let at = 0; at < bytes.length; ) at += g.Deno!.stdout.writeSync(bytes.subarray(at));
+    };
+  }
+  return (text) => void process.stdout.write(text);
+}

@@ -1,9 +1,8 @@
 // Structured logs: one JSON object per line on stdout ({time, level, msg, ...fields}), or a
 // readable line for a terminal (LOG_FORMAT=pretty). LOG_LEVEL drops everything below it. Lines are
 // built once and written in batches (at most one write every FLUSH_MS, or sooner once FLUSH_BYTES
-// wait; at exit everything left), on Web APIs and the
-// `process` global only, so the same module runs under Node, Deno and Bun.
-import process from "node:process";
+// wait; at exit everything left), on Web APIs only: the entry point hands in the runtime's stdout
+// writer, so the same module runs unchanged on all three runtimes (Node, Deno, Bun).
 
 /**
  * How long lines may wait to be written, and how much. Writing stdout is a system call, and when
@@ -66,21 +65,9 @@ export interface Logger {
 export interface LoggerOptions {
   level: LogLevel;
   format?: "json" | "pretty";
-  /** Where lines go; stdout by default. Receives whole lines, newline-terminated. */
-  write?: (text: string) => void;
+  /** Where lines go (the entry point passes stdout). Receives whole lines, newline-terminated. */
+  write: (text: string) => void;
   now?: () => Date;
-}
-
-function stdoutWriter(): (text: string) => void {
-  const g = globalThis as { Deno?: { stdout: { writeSync(b: Uint8Array): number } } };
-  if (g.Deno) {
-    const encoder = new TextEncoder();
-    return (text) => {
-      const bytes = encoder.encode(text);
-      for (let at = 0; at < bytes.length; ) at += g.Deno!.stdout.writeSync(bytes.subarray(at));
-    };
-  }
-  return (text) => void process.stdout.write(text);
 }
 
 function prettyLine(record: Record<string, unknown>): string {
@@ -91,7 +78,7 @@ function prettyLine(record: Record<string, unknown>): string {
 
 export function createLogger(options: LoggerOptions): Logger {
   const threshold = RANK[options.level];
-  const write = options.write ?? stdoutWriter();
+  const write = options.write;
   // the time of a line, formatted once per millisecond (many access lines share one)
   let isoMs = -1;
   let iso = "";
