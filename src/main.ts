@@ -15,6 +15,8 @@ import { configuredSources } from "./sources/index.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
 import { createLogger } from "./observe/log.ts";
+import { useBodySource } from "./http/body.ts";
+import { readNodeBody, rememberIncoming } from "./node-body.ts";
 
 type Stop = () => Promise<void>;
 
@@ -149,7 +151,10 @@ async function main(): Promise<void> {
   // Node only: Deno's shutdown() and Bun's stop() close their connections themselves.
   let draining = false;
   const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
+  // Node: request bodies are read from the IncomingMessage, not through a Web stream built for them
+  if (onNode) useBodySource(readNodeBody);
   const fetch = async (req: Request, env?: unknown) => {
+    if (onNode) rememberIncoming(req, env);
     const res = await app.fetch(req, env);
     if (draining && onNode) {
       try {

@@ -99,6 +99,7 @@ describe("the bench's targets", () => {
         "batch-200-alone": summary("batch-200-alone", [round(40, { p50Ms: 24.9 })]),
         "reverse-1": summary("reverse-1", [round(50, { p99Ms: 20 })]),
         metered: summary("metered", [round(1000)]),
+        "metered-quiet": summary("metered-quiet", [round(1000)]),
         "metered-observed": summary("metered-observed", [round(951)]),
       },
       { mcp: { ratio: 0.49 }, job: { walletsPerSecond: 10_000, workerPeakRssMb: null } },

@@ -11,9 +11,30 @@ export function tooLarge(limitLabel: string): ApiError {
   });
 }
 
+/**
+ * A cheaper way to a request's body that an entry point may have (src/node-body.ts on Node): the
+ * bytes, or null once more than `maxBytes` arrived; undefined for a request it cannot read, which
+ * is then read from `req.body`.
+ */
+export type BodySource = (req: Request, maxBytes: number) => Promise<Uint8Array | null> | undefined;
+
+let bodySource: BodySource | undefined;
+
+/** Installs (or, with undefined, removes) the entry point's body source, for every app in the process. */
+export function useBodySource(source: BodySource | undefined): void {
+  bodySource = source;
+}
+
 export async function readBodyLimited(req: Request, maxBytes: number, limitLabel: string): Promise<Uint8Array> {
-  if (!req.body) return new Uint8Array(0);
-  const reader = req.body.getReader();
+  const body = await (bodySource?.(req, maxBytes) ?? readStreamAtMost(req.body, maxBytes));
+  if (body === null) throw tooLarge(limitLabel);
+  return body;
+}
+
+/** A body stream's bytes, or null once more than `maxBytes` arrive (the stream is then cancelled). */
+export async function readStreamAtMost(stream: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | null> {
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -22,10 +43,16 @@ export async function readBodyLimited(req: Request, maxBytes: number, limitLabel
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(limitLabel);
+      return null;
     }
     chunks.push(value);
   }
+  return concatChunks(chunks, total);
+}
+
+/** `chunks` (of `total` bytes together) as one array; the chunk itself when there is one. */
+export function concatChunks(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0];
   const body = new Uint8Array(total);
   let offset = 0;
   for (const chunk of chunks) {

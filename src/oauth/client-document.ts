@@ -6,6 +6,7 @@
 // fetch() resolves the name again itself, so a DNS answer that changes between our check and
 // its connection (rebinding) is not covered here; the README says to put an egress proxy in
 // front where that matters.
+import { readStreamAtMost } from "../http/body.ts";
 import { isIpLiteralHost, nonPublicReason } from "./addresses.ts";
 import { redirectUriProblem } from "./clients.ts";
 import { DOCUMENT_MAX_BYTES, DOCUMENT_TIMEOUT_MS, type OAuthDeps } from "./deps.ts";
@@ -44,27 +45,7 @@ const fail = (reason: string): DocumentResult => ({ ok: false, reason });
 
 /** Reads at most `max` bytes of the body, counting what arrives (never Content-Length). */
 async function readAtMost(res: Response, max: number): Promise<Uint8Array | undefined> {
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return (await readStreamAtMost(res.body, max)) ?? undefined;
 }
 
 function validateDocument(clientId: string, json: unknown): DocumentResult {

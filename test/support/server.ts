@@ -2,6 +2,8 @@
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { createApp, type App, type AppDeps } from "../../src/app.ts";
+import { useBodySource } from "../../src/http/body.ts";
+import { readNodeBody, rememberIncoming } from "../../src/node-body.ts";
 import { readConfig, type Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/types.ts";
 import { createAccount, grantCredits, type PackName } from "../../src/ledger/accounts.ts";
@@ -58,7 +60,9 @@ export async function startServer(
     peerAddress: (_req, env) => (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress,
     ...options.app,
   });
-  const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
+  // bodies are read as src/main.ts reads them on Node: from the IncomingMessage
+  useBodySource(readNodeBody);
+  const server = serve({ fetch: (req, env) => (rememberIncoming(req, env), app.fetch(req, env)), port, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
