@@ -53,8 +53,12 @@ export function chooseEncoding(acceptEncoding: string | null | undefined, suppor
 }
 
 async function compressBytes(bytes: ArrayBuffer, encoding: string): Promise<ArrayBuffer> {
-  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream(encoding as CompressionFormat));
-  return await new Response(stream).arrayBuffer();
+  // the body written whole into the compressor, without a Blob's stream and a pipe in between
+  const compressor = new CompressionStream(encoding as CompressionFormat);
+  const writer = compressor.writable.getWriter();
+  const written = Promise.all([writer.write(new Uint8Array(bytes)), writer.close()]);
+  const [compressed] = await Promise.all([new Response(compressor.readable).arrayBuffer(), written]);
+  return compressed;
 }
 
 /**

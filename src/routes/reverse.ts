@@ -121,6 +121,13 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
   }
   const page = entries.slice(0, REVERSE_PAGE_SIZE);
   const wallets = page.map((r) => r.wallet);
+  const truncated = entries.length > REVERSE_PAGE_SIZE;
+  const last = page.at(-1);
+  // the next cursor is signed (Web Crypto, off the main thread) while the page is metered; a
+  // refused page drops it unread
+  const nextCursor =
+    truncated && last ? deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
+  nextCursor?.catch(() => {});
 
   // every wallet of the page holds a twitter or farcaster identity: one credit each; the
   // identity rows were read with the page, so the metering statement reads none
@@ -140,10 +147,6 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     const view = found.get(w);
     return view && view.found ? [view] : [];
   });
-  const truncated = entries.length > REVERSE_PAGE_SIZE;
-  const last = page.at(-1);
-  const nextCursor =
-    truncated && last ? await deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
   return {
     views,
     meta: {
@@ -151,7 +154,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
       total_count: rows[0].total_count,
       returned_count: views.length,
       truncated,
-      next_cursor: nextCursor,
+      next_cursor: await nextCursor,
     },
     metered,
   };
