@@ -6,7 +6,7 @@ import type { Db } from "./db/types.ts";
 import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
 import { meteredResponses } from "./http/meter.ts";
-import { cacheControl, compressResponse } from "./http/compress.ts";
+import { cacheControl, compressResponse, type Gzip } from "./http/compress.ts";
 import { etag } from "hono/etag";
 import { matchedRoutes } from "hono/route";
 import { incomingRequestId, type Log, type Logger } from "./observe/log.ts";
@@ -53,6 +53,8 @@ export interface AppDeps {
   fetchDocument?: typeof fetch;
   /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
   payments?: PaymentServer;
+  /** The runtime's own gzip for response bodies (src/main.ts on Node); CompressionStream by default. */
+  gzip?: Gzip;
 }
 
 export interface App {
@@ -236,7 +238,10 @@ export function createApp(deps: AppDeps): App {
 
   return {
     fetch: async (req: Request, env?: unknown) =>
-      await compressResponse(req, await app.fetch(req, env), isMcpRequest(req) ? MCP_COMPRESS_THRESHOLD_BYTES : undefined),
+      await compressResponse(req, await app.fetch(req, env), {
+        threshold: isMcpRequest(req) ? MCP_COMPRESS_THRESHOLD_BYTES : undefined,
+        gzip: deps.gzip,
+      }),
     verifyAccessToken: verify,
     close: () => usage.flush(),
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),

@@ -3,8 +3,10 @@ import { join } from "node:path";
 import type { Socket } from "node:net";
 import process from "node:process";
 import { lookup } from "node:dns/promises";
+import { gzip } from "node:zlib";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
+import type { Gzip } from "./http/compress.ts";
 import { parserRefusal } from "./http/errors.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
@@ -136,7 +138,7 @@ async function main(): Promise<void> {
   const sources = configuredSources(config, log);
   // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
   const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost });
+  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost, gzip: runtimeGzip() });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
@@ -204,4 +206,15 @@ function stdoutWriter(): (text: string) => void {
     };
   }
   return (text) => void process.stdout.write(text);
+}
+
+/**
+ * Response bodies gzipped by zlib itself on Node: its CompressionStream is the same zlib with the
+ * same defaults (so the same bytes) behind Web streams that cost as much CPU again as the deflate.
+ * Deno and Bun keep their own CompressionStream.
+ */
+function runtimeGzip(): Gzip | undefined {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno || g.Bun) return undefined;
+  return (bytes) => new Promise((resolve, reject) => gzip(bytes, (err, out) => (err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))));
 }

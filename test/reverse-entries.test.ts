@@ -74,7 +74,7 @@ eachDatabase("reverse_entries", (get) => {
     assert.equal(alice.n, 0);
   });
 
-  test("a page is one index range scan of the primary key: the keyset position is an index bound, no sort", async () => {
+  test("a page is one index range scan of the primary key: the keyset position is an index bound, the entries never sorted", async () => {
     const { db } = get();
     const query = `EXPLAIN ${sql("reverse_entries_select_page")}`.replace(/\$(\d)/g, (_, n) =>
       ["'twitter'", "'alice'", "(-2147483648)", "''", "101", "NULL"][Number(n) - 1],
@@ -87,6 +87,7 @@ eachDatabase("reverse_entries", (get) => {
     const text = plan.map((r) => Object.values(r)[0]).join("\n");
     assert.match(text, /Index (Only )?Scan using reverse_entries_pkey on reverse_entries e/, text);
     assert.match(text, /Index Cond: .*ROW\(rank, wallet\) > ROW/, text);
-    assert.doesNotMatch(text, /Sort/, text);
+    // the identity rows are put in page order by the entries' row numbers, which the scan gives
+    assert.doesNotMatch(text, /Sort Key: [^\n]*\brank\b/, text);
   });
 });

@@ -1,20 +1,42 @@
 -- name: reverse_entries_select_page
--- One page of a reverse lookup after the keyset position ($3, $4), with the total and, for the
--- key hashed as $6, whether it belongs to an account (reverse farcaster refuses other keys
--- before anything is metered). The page is one range scan of the primary key
--- (kind, key, rank, wallet); $5 is the page size plus one, to tell whether more pages exist.
--- The total is read from reverse_counts, which triggers keep, rather than counted each page.
+-- One page of a reverse lookup after the keyset position ($3, $4), with the total, whether the key
+-- hashed as $6 belongs to an account, and the identity rows of the page's wallets, so a page reads
+-- everything it shows in one statement and its metering statement reads nothing more.
+-- The page is one range scan of the primary key (kind, key, rank, wallet); $5 is the page size
+-- plus one, to tell whether more pages exist: that last entry comes as one row without identity
+-- columns. The total is read from reverse_counts, which triggers keep, rather than counted.
+-- Nothing is read for a key that does not exist, nor for reverse farcaster with a key outside an
+-- account (refused before anything is metered): then the one row has a null entry.
+-- The identity columns are identity_rows' (00001_index.sql), joined per entry in page order and
+-- then by links' primary key, the order identity_rows yields; the twitter reachability is probed
+-- for twitter links only (a null handle matches nothing without an index descent).
+WITH caller AS (
+  SELECT a.has_account
+    FROM api_keys ak
+    JOIN accounts a ON a.id = ak.account_id
+   WHERE ak.key_hash = $6 AND ak.revoked_at IS NULL
+), page AS (
+  SELECT e.wallet, e.rank, row_number() OVER (ORDER BY e.rank, e.wallet) AS n
+    FROM reverse_entries e
+   WHERE e.kind = $1 AND e.key = $2 AND (e.rank, e.wallet) > ($3::integer, $4::text)
+     AND EXISTS (SELECT 1 FROM caller c WHERE $1 = 'twitter' OR c.has_account)
+   ORDER BY e.rank, e.wallet
+   LIMIT $5
+)
 SELECT coalesce((SELECT c.n FROM reverse_counts c WHERE c.kind = $1 AND c.key = $2), 0) AS total_count,
-       (SELECT a.has_account
-          FROM api_keys ak
-          JOIN accounts a ON a.id = ak.account_id
-         WHERE ak.key_hash = $6 AND ak.revoked_at IS NULL) AS account_bound,
-       p.wallet, p.rank
+       (SELECT c.has_account FROM caller c) AS account_bound,
+       p.wallet AS entry, p.rank,
+       w.address, w.last_updated, w.checked_at,
+       l.kind, l.value, l.route, r.class,
+       (l.self_declared OR coalesce(r.self_declared, false)) AS self_declared,
+       l.detail, l.observed_at, l.fid::float8 AS fid,
+       fa.username AS fc_username, fa.followers AS fc_followers,
+       tr.reachability, tr.checked_at AS reachability_checked_at
   FROM (SELECT 1) AS one
-  LEFT JOIN LATERAL (
-       SELECT e.wallet, e.rank
-         FROM reverse_entries e
-        WHERE e.kind = $1 AND e.key = $2 AND (e.rank, e.wallet) > ($3::integer, $4::text)
-        ORDER BY e.rank, e.wallet
-        LIMIT $5
-  ) p ON true
+  LEFT JOIN page p ON true
+  LEFT JOIN wallets w ON w.address = p.wallet AND p.n < $5
+  LEFT JOIN links l ON l.wallet = w.address
+  LEFT JOIN evidence_routes r ON r.route = l.route
+  LEFT JOIN farcaster_accounts fa ON fa.fid = l.fid
+  LEFT JOIN twitter_reachability tr ON tr.handle = CASE WHEN l.kind = 'twitter' THEN l.value END
+ ORDER BY p.n, l.kind, l.value, l.route

@@ -1,55 +1,47 @@
 // Wire shapes of wallet records: absent fields are omitted, timestamps ISO UTC.
 import type { TwitterView, WalletView } from "../index/records.ts";
 
+// Built field by field rather than with conditional spreads: a reverse page renders 100 records
+// and each spread allocated and copied an object; the fields keep the same order.
+
 function twitterJson(t: TwitterView, options: { verified: boolean }) {
-  return {
-    handle: t.handle,
-    url: t.url,
-    ...(options.verified ? { verified: t.verified } : {}),
-    ...(t.selfDeclared ? { self_declared: true } : {}),
-    ...(t.reachability
-      ? {
-          reachable: t.reachability.reachable,
-          reachability: t.reachability.value,
-          reachability_checked_at: t.reachability.checkedAt.toISOString(),
-        }
-      : {}),
-    ...(t.also ? { also: t.also } : {}),
-  };
+  const out: Record<string, unknown> = { handle: t.handle, url: t.url };
+  if (options.verified) out.verified = t.verified;
+  if (t.selfDeclared) out.self_declared = true;
+  if (t.reachability) {
+    out.reachable = t.reachability.reachable;
+    out.reachability = t.reachability.value;
+    out.reachability_checked_at = t.reachability.checkedAt.toISOString();
+  }
+  if (t.also) out.also = t.also;
+  return out;
 }
 
-function identityJson(v: WalletView) {
-  return {
-    wallet: v.wallet,
-    ...(v.ensName !== undefined ? { ens_name: v.ensName } : {}),
-    ...(v.twitter ? { twitter: twitterJson(v.twitter, { verified: true }) } : {}),
-    ...(v.farcaster
-      ? {
-          farcaster: {
-            username: v.farcaster.username,
-            url: v.farcaster.url,
-            ...(v.farcaster.followers !== undefined ? { followers: v.farcaster.followers } : {}),
-            fid: v.farcaster.fid,
-            verified: v.farcaster.verified,
-          },
-        }
-      : {}),
-    ...(v.lens !== undefined ? { lens: v.lens } : {}),
-    ...(v.github !== undefined ? { github: v.github } : {}),
-    ...(v.sources.length > 0 ? { sources: v.sources } : {}),
-  };
+function identityJson(v: WalletView): Record<string, unknown> {
+  const out: Record<string, unknown> = { wallet: v.wallet };
+  if (v.ensName !== undefined) out.ens_name = v.ensName;
+  if (v.twitter) out.twitter = twitterJson(v.twitter, { verified: true });
+  if (v.farcaster) {
+    const farcaster: Record<string, unknown> = { username: v.farcaster.username, url: v.farcaster.url };
+    if (v.farcaster.followers !== undefined) farcaster.followers = v.farcaster.followers;
+    farcaster.fid = v.farcaster.fid;
+    farcaster.verified = v.farcaster.verified;
+    out.farcaster = farcaster;
+  }
+  if (v.lens !== undefined) out.lens = v.lens;
+  if (v.github !== undefined) out.github = v.github;
+  if (v.sources.length > 0) out.sources = v.sources;
+  return out;
 }
 
 /** The single-lookup record: identities, agent and quality. */
 export function walletRecordJson(v: WalletView) {
-  return {
-    ...identityJson(v),
-    ...(v.agent ? { agent: v.agent } : {}),
-    quality: {
-      score: v.quality.score,
-      ...(v.quality.lastVerified ? { last_verified: v.quality.lastVerified.toISOString() } : {}),
-    },
-  };
+  const out = identityJson(v);
+  if (v.agent) out.agent = v.agent;
+  const quality: Record<string, unknown> = { score: v.quality.score };
+  if (v.quality.lastVerified) quality.last_verified = v.quality.lastVerified.toISOString();
+  out.quality = quality;
+  return out;
 }
 
 /** A batch row: identities only, no quality and no per-row freshness. */
@@ -59,5 +51,7 @@ export function batchRowJson(v: WalletView) {
 
 /** A reverse-lookup row: identities and the quality score as a flat number. */
 export function reverseRowJson(v: WalletView) {
-  return { ...identityJson(v), quality_score: v.quality.score };
+  const out = identityJson(v);
+  out.quality_score = v.quality.score;
+  return out;
 }

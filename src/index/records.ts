@@ -92,30 +92,61 @@ export function buildViews(rows: IdentityRow[], options: ViewOptions): Map<strin
 interface Candidate {
   value: string;
   classes: Set<string>;
+  /** Whether any owner-attested class backs it. */
+  attested: boolean;
   routes: IdentityRow[];
   newest: number;
 }
 
-function candidates(rows: IdentityRow[], kind: string): Candidate[] {
-  const byValue = new Map<string, Candidate>();
+/**
+ * A wallet's rows read once: its candidates of each kind (by value, in first-seen order), its
+ * evidence classes, its newest attested observation and its first agent row with a detail.
+ */
+interface WalletRows {
+  rows: IdentityRow[];
+  byKind: Map<string, Map<string, Candidate>>;
+  classes: Set<string>;
+  /** The newest observed_at (ms) of a row with an owner-attested class, or null. */
+  attestedNewest: number | null;
+  agentRow: IdentityRow | undefined;
+}
+
+function readWalletRows(rows: IdentityRow[]): WalletRows {
+  const byKind = new Map<string, Map<string, Candidate>>();
+  const classes = new Set<string>();
+  let attestedNewest: number | null = null;
+  let agentRow: IdentityRow | undefined;
   for (const row of rows) {
-    if (row.kind !== kind || row.value === null) continue;
+    if (row.class !== null) {
+      classes.add(row.class);
+      if (ATTESTED.has(row.class) && row.observed_at) {
+        const t = row.observed_at.getTime();
+        if (attestedNewest === null || t > attestedNewest) attestedNewest = t;
+      }
+    }
+    if (agentRow === undefined && row.kind === "agent" && row.detail) agentRow = row;
+    if (row.kind === null || row.value === null) continue;
+    let byValue = byKind.get(row.kind);
+    if (!byValue) byKind.set(row.kind, (byValue = new Map()));
     let c = byValue.get(row.value);
-    if (!c) byValue.set(row.value, (c = { value: row.value, classes: new Set(), routes: [], newest: 0 }));
-    if (row.class) c.classes.add(row.class);
+    if (!c) byValue.set(row.value, (c = { value: row.value, classes: new Set(), attested: false, routes: [], newest: 0 }));
+    if (row.class) {
+      c.classes.add(row.class);
+      if (ATTESTED.has(row.class)) c.attested = true;
+    }
     c.routes.push(row);
     c.newest = Math.max(c.newest, row.observed_at?.getTime() ?? 0);
   }
-  return [...byValue.values()];
+  return { rows, byKind, classes, attestedNewest, agentRow };
+}
+
+function candidates(wallet: WalletRows, kind: string): Candidate[] {
+  const byValue = wallet.byKind.get(kind);
+  return byValue ? [...byValue.values()] : [];
 }
 
 function isAttested(c: Candidate): boolean {
-  return [...c.classes].some((k) => ATTESTED.has(k));
-}
-
-/** The strongest class behind a candidate, in vocabulary order (attested classes before aggregated). */
-function strongestClass(c: Candidate): string | undefined {
-  return EVIDENCE_CLASSES.find((k) => c.classes.has(k));
+  return c.attested;
 }
 
 /** Attested first, then the newest observation, then alphabetical, so the choice is stable. */
@@ -123,14 +154,19 @@ function byEvidence(a: Candidate, b: Candidate): number {
   return Number(isAttested(b)) - Number(isAttested(a)) || b.newest - a.newest || a.value.localeCompare(b.value);
 }
 
-function pickName(rows: IdentityRow[], kind: string): string | undefined {
-  return candidates(rows, kind).sort(byEvidence)[0]?.value;
+/** The first candidate by evidence (the first seen among equals, as a stable sort would give). */
+function pickName(wallet: WalletRows, kind: string): string | undefined {
+  const byValue = wallet.byKind.get(kind);
+  if (!byValue) return undefined;
+  let best: Candidate | undefined;
+  for (const c of byValue.values()) if (!best || byEvidence(c, best) < 0) best = c;
+  return best?.value;
 }
 
 const DEAD = new Set(["suspended", "deactivated"]);
 
-function twitterOf(rows: IdentityRow[], prefer?: string): TwitterView | undefined {
-  const handles = candidates(rows, "twitter").map((c) => {
+function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined {
+  const handles = candidates(wallet, "twitter").map((c) => {
     const reach = c.routes.find((r) => r.reachability !== null);
     const classified = c.routes.filter((r) => r.class !== null);
     return {
@@ -174,8 +210,8 @@ function twitterOf(rows: IdentityRow[], prefer?: string): TwitterView | undefine
   return view;
 }
 
-function farcasterOf(rows: IdentityRow[], prefer?: string): FarcasterView | undefined {
-  const accounts = candidates(rows, "farcaster")
+function farcasterOf(wallet: WalletRows, prefer?: string): FarcasterView | undefined {
+  const accounts = candidates(wallet, "farcaster")
     .map((c) => ({ c, row: c.routes[0] }))
     .filter(({ row }) => row.fc_username !== null && row.fid !== null)
     .sort(
@@ -199,8 +235,8 @@ function farcasterOf(rows: IdentityRow[], prefer?: string): FarcasterView | unde
 
 const AGENT_FIELDS = ["is_agent", "name", "framework", "type", "token_symbol", "verified"] as const;
 
-function agentOf(rows: IdentityRow[], twitter?: TwitterView, farcaster?: FarcasterView): AgentView | undefined {
-  const row = rows.find((r) => r.kind === "agent" && r.detail);
+function agentOf(wallet: WalletRows, twitter?: TwitterView, farcaster?: FarcasterView): AgentView | undefined {
+  const row = wallet.agentRow;
   if (!row) return undefined;
   const detail = row.detail!;
   const agent: Record<string, unknown> = {};
@@ -222,41 +258,40 @@ function agentOf(rows: IdentityRow[], twitter?: TwitterView, farcaster?: Farcast
  * +5 per identity kind shown (twitter, farcaster, ens, lens, github); +15 when the twitter or
  * farcaster account is verified; -30 when the twitter handle shown no longer reaches an account.
  */
-function qualityOf(view: Omit<WalletView, "quality">, rows: IdentityRow[]): WalletView["quality"] {
+function qualityOf(view: Omit<WalletView, "quality">, wallet: WalletRows): WalletView["quality"] {
   const attested = view.sources.some((k) => ATTESTED.has(k));
   let score = attested ? 60 : view.sources.includes("aggregated") ? 30 : 10;
   score += 5 * [view.twitter, view.farcaster, view.ensName, view.lens, view.github].filter((x) => x !== undefined).length;
   if (view.twitter?.verified || view.farcaster?.verified) score += 15;
   if (view.twitter?.reachability && !view.twitter.reachability.reachable) score -= 30;
-  const attestedTimes = rows
-    .filter((r) => r.class !== null && ATTESTED.has(r.class) && r.observed_at)
-    .map((r) => r.observed_at!.getTime());
-  const lastVerified = attestedTimes.length > 0 ? new Date(Math.max(...attestedTimes)) : view.lastUpdated;
+  const lastVerified = wallet.attestedNewest !== null ? new Date(wallet.attestedNewest) : view.lastUpdated;
   return { score: Math.max(0, Math.min(100, score)), lastVerified };
 }
 
 function buildView(rows: IdentityRow[], options: ViewOptions): WalletView {
   const first = rows[0];
-  const twitter = twitterOf(rows, options.prefer?.twitter);
-  const farcaster = farcasterOf(rows, options.prefer?.farcaster);
-  const classes = new Set(rows.map((r) => r.class).filter((k): k is string => k !== null));
-  const base = {
+  const wallet = readWalletRows(rows);
+  const twitter = twitterOf(wallet, options.prefer?.twitter);
+  const farcaster = farcasterOf(wallet, options.prefer?.farcaster);
+  const view: WalletView = {
     wallet: first.address,
     lastUpdated: first.last_updated,
     checkedAt: first.checked_at,
     stale: false,
-    ensName: pickName(rows, "ens"),
+    ensName: pickName(wallet, "ens"),
     twitter,
     farcaster,
-    lens: pickName(rows, "lens"),
-    github: pickName(rows, "github"),
-    agent: agentOf(rows, twitter, farcaster),
-    sources: EVIDENCE_CLASSES.filter((k) => classes.has(k)),
+    lens: pickName(wallet, "lens"),
+    github: pickName(wallet, "github"),
+    agent: agentOf(wallet, twitter, farcaster),
+    sources: EVIDENCE_CLASSES.filter((k) => wallet.classes.has(k)),
     found: false,
+    quality: { score: 0, lastVerified: null },
   };
-  base.found = [base.twitter, base.farcaster, base.ensName, base.lens, base.github, base.agent].some((x) => x !== undefined);
-  if (base.found && base.lastUpdated) {
-    base.stale = options.now.getTime() - base.lastUpdated.getTime() > options.staleAfterDays * 86_400_000;
+  view.found = [view.twitter, view.farcaster, view.ensName, view.lens, view.github, view.agent].some((x) => x !== undefined);
+  if (view.found && view.lastUpdated) {
+    view.stale = options.now.getTime() - view.lastUpdated.getTime() > options.staleAfterDays * 86_400_000;
   }
-  return { ...base, quality: qualityOf(base, rows) };
+  view.quality = qualityOf(view, wallet);
+  return view;
 }

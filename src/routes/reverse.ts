@@ -2,7 +2,7 @@
 // identity, 100 a page in keyset order, 1 match credit per wallet returned, rate weight 2.
 import { Hono, type Context } from "hono";
 import * as v from "valibot";
-import { buildViews, type WalletView } from "../index/records.ts";
+import { buildViews, type IdentityRow, type WalletView } from "../index/records.ts";
 import { sql } from "../db/queries.ts";
 import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
@@ -70,12 +70,13 @@ interface Lookup {
   route: string;
 }
 
-interface PageRow {
+/** A row of reverse_entries_select_page: an entry of the page and one identity row of its wallet. */
+type PageRow = Partial<IdentityRow> & {
   total_count: number;
   account_bound: boolean | null;
-  wallet: string | null;
+  entry: string | null;
   rank: number | null;
-}
+};
 
 /** One page of a reverse lookup: the wallets' views in page order, the page meta, and the metering. */
 export interface ReversePage {
@@ -94,7 +95,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     }
   }
 
-  const rows = await deps.db.query<PageRow & Record<string, unknown>>(sql("reverse_entries_select_page"), [
+  const rows = await deps.db.query<PageRow>(sql("reverse_entries_select_page"), [
     lookup.kind,
     lookup.key,
     after.rank,
@@ -110,20 +111,34 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
       "Reverse farcaster lookups need a key that belongs to an account: keys bought by payment alone cannot use them",
     );
   }
-  const entries = rows.filter((r) => r.wallet !== null) as Array<PageRow & { wallet: string; rank: number }>;
+  // the entries in page order (a wallet's identity rows are adjacent), and the identity rows
+  const entries: Array<{ wallet: string; rank: number }> = [];
+  const identities: IdentityRow[] = [];
+  for (const row of rows) {
+    if (row.entry === null) continue;
+    if (entries.at(-1)?.wallet !== row.entry) entries.push({ wallet: row.entry, rank: row.rank! });
+    if (row.address != null) identities.push(row as IdentityRow);
+  }
   const page = entries.slice(0, REVERSE_PAGE_SIZE);
   const wallets = page.map((r) => r.wallet);
+  const truncated = entries.length > REVERSE_PAGE_SIZE;
+  const last = page.at(-1);
+  // the next cursor is signed (Web Crypto, off the main thread) while the page is metered; a
+  // refused page drops it unread
+  const nextCursor =
+    truncated && last ? deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
+  nextCursor?.catch(() => {});
 
-  // every wallet of the page holds a twitter or farcaster identity: one credit each
+  // every wallet of the page holds a twitter or farcaster identity: one credit each; the
+  // identity rows were read with the page, so the metering statement reads none
   const metered = await meterer.meter({
     route: lookup.route,
     weight: 2,
     needsCredits: true,
     billWallets: wallets,
     wallets: wallets.length,
-    lookup: wallets,
   });
-  const found = buildViews(metered.identities, {
+  const found = buildViews(identities, {
     now: deps.now(),
     staleAfterDays: deps.config.staleAfterDays,
     prefer: { [lookup.kind]: lookup.key },
@@ -132,10 +147,6 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     const view = found.get(w);
     return view && view.found ? [view] : [];
   });
-  const truncated = entries.length > REVERSE_PAGE_SIZE;
-  const last = page.at(-1);
-  const nextCursor =
-    truncated && last ? await deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
   return {
     views,
     meta: {
@@ -143,7 +154,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
       total_count: rows[0].total_count,
       returned_count: views.length,
       truncated,
-      next_cursor: nextCursor,
+      next_cursor: await nextCursor,
     },
     metered,
   };

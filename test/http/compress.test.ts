@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { gunzipSync } from "node:zlib";
-import { chooseEncoding } from "../../src/http/compress.ts";
+import { gunzipSync, gzip } from "node:zlib";
+import { chooseEncoding, compressResponse } from "../../src/http/compress.ts";
 import { eachDatabase } from "../support/db.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
 import { address, debitsOf, importIndex } from "../support/http.ts";
@@ -30,6 +30,31 @@ function raw(server: TestServer, path: string, options: { method?: string; heade
     req.end(options.body);
   });
 }
+
+describe("compressResponse with the runtime's gzip (src/main.ts hands zlib's in on Node)", () => {
+  test("the same bytes and headers as CompressionStream's gzip; other encodings and small bodies untouched by it", async () => {
+    const body = JSON.stringify({ data: Array.from({ length: 300 }, (_, i) => ({ wallet: address(i, "e"), quality_score: i % 100 })) });
+    const respond = () => new Response(body, { headers: { "Content-Type": "application/json", "X-Request-Id": "r1" } });
+    const req = new Request("http://localhost/api/v1/reverse/twitter/x", { headers: { "Accept-Encoding": "gzip" } });
+    let calls = 0;
+    const zlibGzip = (bytes: Uint8Array) =>
+      new Promise<Uint8Array<ArrayBuffer>>((resolve, reject) =>
+        gzip(bytes, (err, out) => (calls++, err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))),
+      );
+    const viaStream = await compressResponse(req, respond());
+    const viaRuntime = await compressResponse(req, respond(), { gzip: zlibGzip });
+    assert.equal(calls, 1);
+    assert.deepEqual([...viaRuntime.headers], [...viaStream.headers]);
+    const [a, b] = [Buffer.from(await viaStream.arrayBuffer()), Buffer.from(await viaRuntime.arrayBuffer())];
+    assert.ok(a.equals(b), "byte for byte");
+    assert.equal(gunzipSync(b).toString(), body);
+    assert.equal(viaRuntime.headers.get("Content-Length"), String(b.byteLength));
+
+    const small = await compressResponse(req, new Response("{}", { headers: { "Content-Type": "application/json" } }), { gzip: zlibGzip });
+    assert.equal(small.headers.get("Content-Encoding"), null);
+    assert.equal(calls, 1, "nothing under the threshold reaches it");
+  });
+});
 
 describe("chooseEncoding", () => {
   test("q-values, the wildcard, q=0 and the runtime's offer", () => {

@@ -165,6 +165,34 @@ eachDatabase("GET /reverse", (get) => {
     assert.equal(alice.body.data[0].farcaster.followers, 100);
   });
 
+  test("a reverse row is the wallet's batch row with its lookup's quality score, whatever identities it holds", async () => {
+    // the page reads its wallets' identity rows itself: they must make the same records
+    nextMinute();
+    const lookups = ["twitter/alice", "twitter/bob", "twitter/carol", "twitter/dave_new", "twitter/frank", "twitter/gina"];
+    lookups.push("twitter/kate_human", "twitter/leo", "farcaster/alice", "farcaster/mia", "farcaster/shared");
+    let compared = 0;
+    for (const lookup of lookups) {
+      const page = await expectStatus(await reverse(lookup), 200);
+      const wallets = page.body.data.map((r: { wallet: string }) => r.wallet);
+      const batch = await expectStatus(
+        await suite.server.request("/api/v1/batch", {
+          method: "POST",
+          key: suite.key,
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ wallets }),
+        }),
+        200,
+      );
+      for (const row of page.body.data) {
+        const single = await expectStatus(await suite.server.request(`/api/v1/wallet/${row.wallet}`, { key: suite.key }), 200);
+        const batchRow = batch.body.data.find((b: { wallet: string } | null) => b?.wallet === row.wallet);
+        assert.deepEqual(row, { ...batchRow, quality_score: single.body.data.quality.score }, lookup);
+        compared++;
+      }
+    }
+    assert.ok(compared >= lookups.length, `${compared} rows compared`);
+  });
+
   test("a handle nobody holds: data [], total 0, nothing billed, 2 rate units", async () => {
     nextMinute();
     const { db } = get();
