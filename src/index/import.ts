@@ -233,6 +233,14 @@ export function parseObservation(line: string, lineNumber: number, options: { no
   } catch {
     return { ok: false, error: `line ${lineNumber}: not valid JSON` };
   }
+  return parseObservationFields(fields, lineNumber, options);
+}
+
+/**
+ * One observation already read into an object (a live source's answer), checked exactly as a
+ * line of a file is, without the round trip through JSON text.
+ */
+export function parseObservationFields(fields: unknown, lineNumber: number, options: { now?: Date } = {}): ParseResult {
   if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
     return { ok: false, error: `line ${lineNumber}: not a JSON object` };
   }
@@ -400,6 +408,14 @@ async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
   // may then move checked_at forward, so a new wallet seen both ways gets the later of the two.
   const touched = [...plan.wallets.entries()];
   const changedWallets = new Set<string>();
+  // A wallet the plan creates has no links yet, so its last_updated is the newest of the plan's
+  // links for it: written with the row, rather than by a second UPDATE of every new wallet.
+  const newestLink = new Map<string, Date>();
+  for (const { row, at } of plan.links.values()) {
+    const newest = newestLink.get(row.wallet);
+    if (!newest || at > newest) newestLink.set(row.wallet, at);
+  }
+  const insertedWallets = new Set<string>();
   const passes = [
     { explicit: false, wallets: touched.filter(([, w]) => w.implicit).map(([address]) => ({ address, at: now })) },
     {
@@ -413,9 +429,13 @@ async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
         batch.map((w) => w.address),
         batch.map((w) => w.at),
         pass.explicit,
+        batch.map((w) => newestLink.get(w.address) ?? null),
       ]);
       for (const row of rows) {
-        if (row.inserted) walletsAdded++;
+        if (row.inserted) {
+          walletsAdded++;
+          insertedWallets.add(row.address);
+        }
         changedWallets.add(row.address);
       }
     }
@@ -470,7 +490,8 @@ async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
     reachabilityUpdated += rows.length;
   }
 
-  const walletsWithLinks = touched.filter(([, w]) => w.hasLinks).map(([address]) => address);
+  // the wallets that existed before: their newest link may be one this plan did not touch
+  const walletsWithLinks = touched.filter(([address, w]) => w.hasLinks && !insertedWallets.has(address)).map(([address]) => address);
   for (const batch of chunks(walletsWithLinks)) {
     await tx.query(sql("wallets_refresh_last_updated"), [batch]);
   }

@@ -6,7 +6,7 @@ import type { Log } from "../observe/log.ts";
 import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { parseObservation, writeObservations, type Observation } from "../index/import.ts";
+import { parseObservationFields, writeObservations, type Observation } from "../index/import.ts";
 import {
   STAGES,
   UpstreamError,
@@ -242,7 +242,7 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
         asked.add(address);
         let any = false;
         for (const fields of found.get(address) ?? []) {
-          const parsed = parseObservation(JSON.stringify({ ...fields, wallet: address, observed_at: now }), 0);
+          const parsed = parseObservationFields({ ...fields, wallet: address, observed_at: now }, 0);
           if (parsed.ok) {
             result.observations.push(parsed.observation);
             any = true;
@@ -258,7 +258,7 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
   // checked with every live source and nothing attached: recorded as checked-empty, with its time
   for (const address of asked) {
     if (!foundByAny.has(address)) {
-      const parsed = parseObservation(JSON.stringify({ wallet: address, kind: "empty", route: EMPTY_ROUTE, observed_at: now }), 0);
+      const parsed = parseObservationFields({ wallet: address, kind: "empty", route: EMPTY_ROUTE, observed_at: now }, 0);
       if (parsed.ok) result.observations.push(parsed.observation);
     }
   }
