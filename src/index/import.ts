@@ -264,21 +264,29 @@ interface LinkRow {
 }
 
 function linkRow(observation: IdentityObservation): LinkRow {
-  const row = { wallet: observation.wallet, kind: observation.kind, route: observation.route };
+  // one literal of one shape (no spreads): a job's chunk builds a thousand of these
+  const row = (value: string, fid: number | null, selfDeclared: boolean, detail: string | null): LinkRow => ({
+    wallet: observation.wallet,
+    kind: observation.kind,
+    value,
+    route: observation.route,
+    fid,
+    selfDeclared,
+    detail,
+  });
   switch (observation.kind) {
     case "twitter":
-      return { ...row, value: observation.handle, fid: null, selfDeclared: observation.selfDeclared, detail: null };
+      return row(observation.handle, null, observation.selfDeclared, null);
     case "farcaster":
-      return { ...row, value: String(observation.fid), fid: observation.fid, selfDeclared: false, detail: null };
+      return row(String(observation.fid), observation.fid, false, null);
     case "ens":
-      return { ...row, value: observation.name, fid: null, selfDeclared: false, detail: null };
+      return row(observation.name, null, false, null);
     case "lens":
-    case "github": {
-      const value = observation.kind === "lens" ? observation.handle : observation.username;
-      return { ...row, value, fid: null, selfDeclared: false, detail: null };
-    }
+      return row(observation.handle, null, false, null);
+    case "github":
+      return row(observation.username, null, false, null);
     case "agent":
-      return { ...row, value: "agent", fid: null, selfDeclared: false, detail: JSON.stringify(observation.agent) };
+      return row("agent", null, false, JSON.stringify(observation.agent));
   }
 }
 
@@ -396,6 +404,29 @@ export async function writeObservations(tx: Db, observations: Observation[], now
   return await writePlan(tx, plan, now);
 }
 
+/**
+ * Runs statements on the transaction's one connection in order, up to `depth` of them sent before
+ * the first answers (pipelined), so that a small plan costs a round trip per step, not per statement,
+ * while a large import never holds more than `depth` batches of parameters at once.
+ */
+async function pipelined<T>(statements: Array<() => Promise<T>>, depth = 4): Promise<T[]> {
+  const results: T[] = new Array(statements.length);
+  const inFlight = new Set<Promise<void>>();
+  let failure: { err: unknown } | undefined;
+  for (let i = 0; i < statements.length && !failure; i++) {
+    const running: Promise<void> = statements[i]().then(
+      (value) => void (results[i] = value),
+      (err: unknown) => void (failure ??= { err }),
+    );
+    inFlight.add(running);
+    void running.finally(() => inFlight.delete(running));
+    if (inFlight.size >= depth) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure.err;
+  return results;
+}
+
 async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
   // Which lines reached the database: the winner of each key whose row was written.
   const changedIdentityLines = new Set<number>();
@@ -423,78 +454,91 @@ async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
       wallets: touched.flatMap(([address, w]) => (w.explicitAt ? [{ address, at: w.explicitAt }] : [])),
     },
   ];
-  for (const pass of passes) {
-    for (const batch of chunks(pass.wallets)) {
-      const rows = await tx.query<{ inserted: boolean; address: string }>(sql("wallets_upsert_many"), [
-        batch.map((w) => w.address),
-        batch.map((w) => w.at),
-        pass.explicit,
-        batch.map((w) => newestLink.get(w.address) ?? null),
-      ]);
-      for (const row of rows) {
-        if (row.inserted) {
-          walletsAdded++;
-          insertedWallets.add(row.address);
-        }
-        changedWallets.add(row.address);
-      }
+  const walletRows = await pipelined(
+    passes.flatMap((pass) =>
+      [...chunks(pass.wallets)].map(
+        (batch) => () =>
+          tx.query<{ inserted: boolean; address: string }>(sql("wallets_upsert_many"), [
+            batch.map((w) => w.address),
+            batch.map((w) => w.at),
+            pass.explicit,
+            batch.map((w) => newestLink.get(w.address) ?? null),
+          ]),
+      ),
+    ),
+  );
+  for (const row of walletRows.flat()) {
+    if (row.inserted) {
+      walletsAdded++;
+      insertedWallets.add(row.address);
     }
+    changedWallets.add(row.address);
   }
   for (const [address, wallet] of touched) {
     if (wallet.hasEmptyLine && changedWallets.has(address)) changedEmptyLines++;
   }
 
+  // Then links, farcaster accounts, reachability and the existing wallets' last_updated, in that
+  // order, pipelined: each statement's answer is only counted.
+  const statements: Array<() => Promise<void>> = [];
   const links = [...plan.links.values()];
   for (const explicit of [false, true]) {
     for (const batch of chunks(links.filter((l) => l.explicit === explicit))) {
-      const lineOf = new Map(batch.map((l) => [linkKey(l.row), l.line]));
-      const rows = await tx.query<{ inserted: boolean; wallet: string; kind: LinkKind; value: string; route: string }>(
-        sql("links_upsert_many"),
-        [
-          batch.map((l) => l.row.wallet),
-          batch.map((l) => l.row.kind),
-          batch.map((l) => l.row.value),
-          batch.map((l) => l.row.route),
-          batch.map((l) => l.row.fid),
-          batch.map((l) => l.row.selfDeclared),
-          batch.map((l) => l.row.detail),
-          batch.map((l) => l.at),
-          explicit,
-        ],
-      );
-      for (const row of rows) {
-        const line = lineOf.get(linkKey(row))!;
-        changedIdentityLines.add(line);
-        if (row.inserted) addedIdentityLines.add(line);
-      }
+      statements.push(async () => {
+        const rows = await tx.query<{ inserted: boolean; wallet: string; kind: LinkKind; value: string; route: string }>(
+          sql("links_upsert_many"),
+          [
+            batch.map((l) => l.row.wallet),
+            batch.map((l) => l.row.kind),
+            batch.map((l) => l.row.value),
+            batch.map((l) => l.row.route),
+            batch.map((l) => l.row.fid),
+            batch.map((l) => l.row.selfDeclared),
+            batch.map((l) => l.row.detail),
+            batch.map((l) => l.at),
+            explicit,
+          ],
+        );
+        const lineOf = new Map(batch.map((l) => [linkKey(l.row), l.line]));
+        for (const row of rows) {
+          const line = lineOf.get(linkKey(row))!;
+          changedIdentityLines.add(line);
+          if (row.inserted) addedIdentityLines.add(line);
+        }
+      });
     }
   }
 
   for (const batch of chunks([...plan.farcaster.values()])) {
-    const rows = await tx.query<{ fid: string }>(sql("farcaster_accounts_upsert_many"), [
-      batch.map((f) => f.row.fid),
-      batch.map((f) => f.row.username),
-      batch.map((f) => f.row.followers),
-      batch.map((f) => f.at),
-    ]);
-    const lineOf = new Map(batch.map((f) => [String(f.row.fid), f.line]));
-    for (const row of rows) changedIdentityLines.add(lineOf.get(row.fid)!);
+    statements.push(async () => {
+      const rows = await tx.query<{ fid: string }>(sql("farcaster_accounts_upsert_many"), [
+        batch.map((f) => f.row.fid),
+        batch.map((f) => f.row.username),
+        batch.map((f) => f.row.followers),
+        batch.map((f) => f.at),
+      ]);
+      const lineOf = new Map(batch.map((f) => [String(f.row.fid), f.line]));
+      for (const row of rows) changedIdentityLines.add(lineOf.get(row.fid)!);
+    });
   }
 
   for (const batch of chunks([...plan.reachability.values()])) {
-    const rows = await tx.query(sql("twitter_reachability_upsert_many"), [
-      batch.map((r) => r.row.handle),
-      batch.map((r) => r.row.reachability),
-      batch.map((r) => r.at),
-    ]);
-    reachabilityUpdated += rows.length;
+    statements.push(async () => {
+      const rows = await tx.query(sql("twitter_reachability_upsert_many"), [
+        batch.map((r) => r.row.handle),
+        batch.map((r) => r.row.reachability),
+        batch.map((r) => r.at),
+      ]);
+      reachabilityUpdated += rows.length;
+    });
   }
 
   // the wallets that existed before: their newest link may be one this plan did not touch
   const walletsWithLinks = touched.filter(([address, w]) => w.hasLinks && !insertedWallets.has(address)).map(([address]) => address);
   for (const batch of chunks(walletsWithLinks)) {
-    await tx.query(sql("wallets_refresh_last_updated"), [batch]);
+    statements.push(async () => void (await tx.query(sql("wallets_refresh_last_updated"), [batch])));
   }
+  await pipelined(statements);
 
   return {
     lines: plan.lines,
