@@ -67,7 +67,10 @@ async function startFake(handle: (req: IncomingMessage, body: string, res: Serve
     }
     handle(req, body, res, fake.asked);
   });
-  server.keepAliveTimeout = 1000;
+  // Node's default (5 s): the client keeps a connection as long as the server's hint less one
+  // second (undici), so a 1 s hint made every request open a new connection, which real upstreams,
+  // keeping theirs for a minute or more, do not make a client do.
+  server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.close = () =>
