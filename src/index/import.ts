@@ -123,8 +123,22 @@ function matching(value: string, pattern: RegExp, name: string, shape: string): 
   return value;
 }
 
+/** The last timestamp read and its time: a job's chunk gives every observation the same one. */
+const lastTimestamp: { value?: string; time: number } = { time: NaN };
+
 function timestamp(fields: Fields, name: string, now?: Date): Date {
   const value = fields[name];
+  let time = lastTimestamp.time;
+  if (typeof value !== "string" || value !== lastTimestamp.value) {
+    time = parseTimestamp(value, name);
+    lastTimestamp.value = value as string;
+    lastTimestamp.time = time;
+  }
+  if (now && time > now.getTime() + FUTURE_TOLERANCE_MS) fail(`${name} ${value} is in the future`);
+  return new Date(time);
+}
+
+function parseTimestamp(value: unknown, name: string): number {
   const match = typeof value === "string" ? TIMESTAMP.exec(value) : null;
   if (!match) fail(`${name} must be an ISO timestamp with a time zone, e.g. 2025-01-31T12:00:00Z`);
   const [, year, month, day, hour, minute, second = "0", offsetHour = "0", offsetMinute = "0"] = match;
@@ -140,8 +154,7 @@ function timestamp(fields: Fields, name: string, now?: Date): Date {
     Number(offsetMinute) < 60;
   const date = new Date(value as string);
   if (!valid || Number.isNaN(date.getTime())) fail(`${name} ${JSON.stringify(value)} is not a valid date and time`);
-  if (now && date.getTime() > now.getTime() + FUTURE_TOLERANCE_MS) fail(`${name} ${value} is in the future`);
-  return date;
+  return date.getTime();
 }
 
 function parseFields(fields: Fields, now?: Date): Observation {
@@ -168,38 +181,37 @@ function parseFields(fields: Fields, now?: Date): Observation {
   };
   if (present(fields, "observed_at")) line.observedAt = timestamp(fields, "observed_at", now);
 
+  // The kind's fields are assigned onto `line` rather than spread with it into a new object: the
+  // spread of an object that gained a property cost about 8 us a line (a job's chunk checks a thousand).
   switch (kind) {
     case "twitter":
-      return {
-        ...line,
+      return Object.assign(line, {
         kind,
         handle: twitterHandle(fields),
         selfDeclared: present(fields, "self_declared") ? flag(fields, "self_declared") : false,
-      };
+      });
     case "farcaster": {
-      const observation: Observation = {
-        ...line,
+      const observation = Object.assign(line, {
         kind,
         fid: integer(fields, "fid", 1, Number.MAX_SAFE_INTEGER),
         username: matching(text(fields, "username").toLowerCase(), FARCASTER_USERNAME, "username", "a farcaster username"),
-      };
+      }) as Extract<Observation, { kind: "farcaster" }>;
       if (present(fields, "followers")) observation.followers = integer(fields, "followers", 0, 2_147_483_647);
       return observation;
     }
     case "ens":
-      return { ...line, kind, name: matching(text(fields, "name").toLowerCase(), ENS_NAME, "name", "an ENS name") };
+      return Object.assign(line, { kind, name: matching(text(fields, "name").toLowerCase(), ENS_NAME, "name", "an ENS name") });
     case "lens":
-      return { ...line, kind, handle: matching(text(fields, "handle").toLowerCase(), LENS_HANDLE, "handle", "a lens handle") };
+      return Object.assign(line, { kind, handle: matching(text(fields, "handle").toLowerCase(), LENS_HANDLE, "handle", "a lens handle") });
     case "github":
-      return {
-        ...line,
+      return Object.assign(line, {
         kind,
         username: matching(text(fields, "username").toLowerCase(), GITHUB_USERNAME, "username", "a github username"),
-      };
+      });
     case "agent":
-      return { ...line, kind, agent: agentDetail(fields) };
+      return Object.assign(line, { kind, agent: agentDetail(fields) });
     default:
-      return { ...line, kind: "empty" };
+      return Object.assign(line, { kind: "empty" as const });
   }
 }
 
