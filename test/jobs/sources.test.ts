@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { readConfig } from "../../src/config.ts";
 import { encodeErrorResult, encodeFunctionData, encodeFunctionResult, multicall3Abi, type Hex } from "viem";
-import { aggregate3CallData, aggregate3Results, ENS_UNIVERSAL_RESOLVER, ensSource, reverseCallData } from "../../src/sources/ens.ts";
+import { aggregate3CallData, aggregate3Results, ENS_UNIVERSAL_RESOLVER, ensSource, reverseCallData, reverseName } from "../../src/sources/ens.ts";
 import { configuredSources } from "../../src/sources/index.ts";
 import { neynarSource } from "../../src/sources/neynar.ts";
 import { UpstreamError, withRetries } from "../../src/sources/types.ts";
@@ -141,11 +141,14 @@ test("ens: the multicall written by its layout is what the ABI encoder writes, a
   const other = encodeFunctionData({ abi: universalResolverAbi, functionName: "reverseWithGateways", args: [liveEns(4) as Hex, 60n, ["https://gw"]] });
   assert.deepEqual([...calls, other].map(reverseLookupAddress), [liveEns(1), unknown(2), liveEns(3), liveEns(4)]);
   assert.equal(resolverNotFound(unknown(2)), encodeErrorResult({ abi: universalResolverAbi, errorName: "ResolverNotFound", args: [unknown(2) as Hex] }));
-  for (const name of ["live1.eth", "ünïcødé.eth", `${"x".repeat(40)}.eth`]) {
-    assert.equal(
-      reverseResult(name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`),
-      encodeFunctionResult({ abi: universalResolverAbi, functionName: "reverseWithGateways", result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`] }),
-    );
+  for (const name of ["", "live1.eth", "ünïcødé.eth", `${"x".repeat(40)}.eth`]) {
+    const encoded = encodeFunctionResult({
+      abi: universalResolverAbi,
+      functionName: "reverseWithGateways",
+      result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`],
+    });
+    assert.equal(reverseResult(name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`), encoded);
+    assert.equal(reverseName(encoded), name, "the worker reads the name by layout as viem decodes it");
   }
   const results = [
     { success: true, returnData: `0x${"ab".repeat(96)}` as Hex },
