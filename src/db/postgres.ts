@@ -12,8 +12,11 @@ type Sql = postgres.Sql | postgres.TransactionSql;
 function literalElement(value: unknown): string {
   if (value === null || value === undefined) return "NULL";
   const text = value instanceof Date ? value.toISOString() : typeof value === "object" ? JSON.stringify(value) : String(value);
-  return `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+  // most elements (addresses, times, numbers) need no escaping: a job's chunk sends thousands
+  return NEEDS_ESCAPE.test(text) ? `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"` : `"${text}"`;
 }
+
+const NEEDS_ESCAPE = /[\\"]/;
 
 function toWire(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();

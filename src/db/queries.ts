@@ -54,6 +54,7 @@ export const QUERY_NAMES = [
   "reverse_pending_defer",
   "reverse_pending_flush",
   "session_custom_plans",
+  "session_async_commit",
   "links_select_found_wallets",
   "live_answers_select_fresh",
   "live_answers_upsert_many",

@@ -6,7 +6,7 @@ import type { Log } from "../observe/log.ts";
 import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { parseObservation, writeObservations, type Observation } from "../index/import.ts";
+import { parseObservationFields, writeObservations, type Observation } from "../index/import.ts";
 import {
   STAGES,
   UpstreamError,
@@ -69,11 +69,24 @@ interface ResolvedChunk {
 }
 
 /**
+ * Waits for every one of the promises (statements sent together on one transaction, or beside
+ * each other) and then throws the first failure: nothing is left running on a transaction that
+ * is ending.
+ */
+async function allSettled<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const outcomes = await Promise.allSettled(promises);
+  for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+  return outcomes.map((o) => (o as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/**
  * Brings reverse_entries up to date for the wallets the job's chunks wrote (they defer it, see
  * 00012_job_reverse.sql). Bulk: a large job's pass may take longer than one statement may.
  */
 export async function flushReverseEntries(db: Db, jobId: string): Promise<void> {
-  await db.transaction((tx) => tx.query(sql("reverse_pending_flush"), [jobId]), { bulk: true });
+  await db.transaction((tx) => allSettled([tx.query(sql("session_async_commit")), tx.query(sql("reverse_pending_flush"), [jobId])]), {
+    bulk: true,
+  });
 }
 
 export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shouldStop?: () => boolean } = {}): Promise<JobOutcome> {
@@ -91,11 +104,19 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     entry.wallets += wallets;
     entry.ms += Math.round(performance.now() - started);
   };
+  // The stage is recorded (and the lease renewed) while the stage's work starts, not before it: a
+  // lost lease is still found before anything is written, and both are settled before going on.
   const timed = async <T>(next: Stage, wallets: number, fn: () => Promise<T>): Promise<T> => {
     stage = next;
-    held(await db.query(sql("jobs_stage"), [job.id, job.owner, next, JSON.stringify(stats), deps.now(), settings.leaseSeconds]));
     const started = performance.now();
-    const result = await fn();
+    const [recorded, done] = await Promise.allSettled([
+      db.query(sql("jobs_stage"), [job.id, job.owner, next, JSON.stringify(stats), deps.now(), settings.leaseSeconds]),
+      fn(),
+    ]);
+    if (recorded.status === "rejected") throw recorded.reason;
+    held(recorded.value);
+    if (done.status === "rejected") throw done.reason;
+    const result = done.value;
     count(next, wallets, started);
     metrics.workerWallets.inc({ stage: next }, wallets);
     return result;
@@ -111,20 +132,26 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     return { at, addresses, result };
   };
 
-  // One transaction: what the sources found, the cache, and the checkpoint, only while the lease holds.
+  // One transaction: what the sources found, the cache, and the checkpoint, only while the lease
+  // holds. Its statements are pipelined (sent without waiting for the answer before), in three
+  // round trips: the chunk waits less on a worker busy resolving the next one.
   const write = async ({ at, addresses, result }: ResolvedChunk) => {
     const started = performance.now();
     await db.transaction(async (tx) => {
-      await tx.query(sql("reverse_pending_defer"), [job.id]);
-      if (result.observations.length > 0) await writeObservations(tx, result.observations, deps.now());
+      const statements: Promise<unknown>[] = [tx.query(sql("reverse_pending_defer"), [job.id]), tx.query(sql("session_async_commit"))];
       if (result.answers.length > 0) {
-        await tx.query(sql("live_answers_upsert_many"), [
-          result.answers.map((a) => a.source),
-          result.answers.map((a) => a.address),
-          result.answers.map((a) => a.found),
-          result.answers.map(() => deps.now()),
-        ]);
+        const now = deps.now();
+        statements.push(
+          tx.query(sql("live_answers_upsert_many"), [
+            result.answers.map((a) => a.source),
+            result.answers.map((a) => a.address),
+            result.answers.map((a) => a.found),
+            result.answers.map(() => now),
+          ]),
+        );
       }
+      if (result.observations.length > 0) statements.push(writeObservations(tx, result.observations, deps.now()));
+      await allSettled(statements);
       count("write", addresses.length, started);
       held(
         await tx.query(sql("jobs_checkpoint"), [
@@ -197,6 +224,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
 
 interface ChunkResult {
   observations: Observation[];
+  /** What each source answered about the wallets none of them found, for the cache. */
   answers: Array<{ source: string; address: string; found: boolean }>;
 }
 
@@ -216,14 +244,13 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
   // fresh answers per wallet, by source: a wallet every source answered recently is settled
   const fresh = await timed("cache", rest.length, async () => {
     const since = new Date(deps.now().getTime() - settings.cacheTtlHours * 3_600_000);
-    const rows = await db.transaction(async (tx) => {
-      await tx.query(sql("session_custom_plans"));
-      return await tx.query<{ source: string; address: string }>(sql("live_answers_select_fresh"), [
-        rest,
-        sources.map((s) => s.name),
-        since,
-      ]);
-    });
+    // both statements sent at once: the setting is in force before the lookup is planned
+    const [, rows] = await db.transaction((tx) =>
+      allSettled([
+        tx.query(sql("session_custom_plans")),
+        tx.query<{ source: string; address: string }>(sql("live_answers_select_fresh"), [rest, sources.map((s) => s.name), since]),
+      ]),
+    );
     const bySource = new Map<string, Set<string>>(sources.map((s) => [s.name, new Set()]));
     for (const row of rows) bySource.get(row.source)!.add(row.address);
     return bySource;
@@ -242,7 +269,7 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
         asked.add(address);
         let any = false;
         for (const fields of found.get(address) ?? []) {
-          const parsed = parseObservation(JSON.stringify({ ...fields, wallet: address, observed_at: now }), 0);
+          const parsed = parseObservationFields({ ...fields, wallet: address, observed_at: now }, 0);
           if (parsed.ok) {
             result.observations.push(parsed.observation);
             any = true;
@@ -255,10 +282,14 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
       }
     }
   }
+  // Only the answers about wallets nobody found are kept for the cache: a wallet given an identity
+  // here is in the index from this chunk's write on, and the index stage settles it before the
+  // cache is read (nothing removes links), so its answers would never be read.
+  result.answers = result.answers.filter((a) => !foundByAny.has(a.address));
   // checked with every live source and nothing attached: recorded as checked-empty, with its time
   for (const address of asked) {
     if (!foundByAny.has(address)) {
-      const parsed = parseObservation(JSON.stringify({ wallet: address, kind: "empty", route: EMPTY_ROUTE, observed_at: now }), 0);
+      const parsed = parseObservationFields({ wallet: address, kind: "empty", route: EMPTY_ROUTE, observed_at: now }, 0);
       if (parsed.ok) result.observations.push(parsed.observation);
     }
   }

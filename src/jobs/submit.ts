@@ -39,9 +39,12 @@ export async function createJob(
       const [active] = await tx.query<{ id: string }>(sql("jobs_select_active_by_account"), [params.accountId]);
       return { ok: false, activeJobId: active?.id ?? "unknown" };
     }
+    // the slices sent together (pipelined) and then awaited, every one of them, before the commit
+    const slices: Promise<unknown>[] = [];
     for (let i = 0; i < params.wallets.length; i += INSERT_SLICE) {
-      await tx.query(sql("job_wallets_insert_many"), [jobId, params.wallets.slice(i, i + INSERT_SLICE), i]);
+      slices.push(tx.query(sql("job_wallets_insert_many"), [jobId, params.wallets.slice(i, i + INSERT_SLICE), i]));
     }
+    for (const outcome of await Promise.allSettled(slices)) if (outcome.status === "rejected") throw outcome.reason;
     return { ok: true, jobId };
   });
 }

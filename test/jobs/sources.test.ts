@@ -3,12 +3,23 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { readConfig } from "../../src/config.ts";
-import { encodeFunctionResult, multicall3Abi, type Hex } from "viem";
-import { aggregate3Results, ensSource } from "../../src/sources/ens.ts";
+import { encodeErrorResult, encodeFunctionData, encodeFunctionResult, multicall3Abi, type Hex } from "viem";
+import { aggregate3CallData, aggregate3Results, ENS_UNIVERSAL_RESOLVER, ensSource, reverseCallData, reverseName } from "../../src/sources/ens.ts";
 import { configuredSources } from "../../src/sources/index.ts";
 import { neynarSource } from "../../src/sources/neynar.ts";
 import { UpstreamError, withRetries } from "../../src/sources/types.ts";
-import { REVERT_UNEXPECTED, startFakeEthRpc, startFakeNeynar, type FakeUpstream } from "../support/upstreams.ts";
+import {
+  aggregate3Answer,
+  aggregate3Calls,
+  resolverNotFound,
+  REVERT_UNEXPECTED,
+  reverseLookupAddress,
+  reverseResult,
+  startFakeEthRpc,
+  startFakeNeynar,
+  universalResolverAbi,
+  type FakeUpstream,
+} from "../support/upstreams.ts";
 import { ensNameOf, farcasterUserOf, liveEns, liveFarcaster, unknown } from "./support.ts";
 
 let neynar: FakeUpstream;
@@ -110,6 +121,41 @@ test("ens: aggregate3's answer read by its layout gives what the ABI decoder giv
   assert.deepEqual(aggregate3Results(encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: [] })), []);
   assert.equal(aggregate3Results(answer.slice(0, -64)), null);
   assert.equal(aggregate3Results("0x"), null);
+});
+
+test("ens: the multicall written by its layout is what the ABI encoder writes, and the fake reads and answers it as viem would", () => {
+  const calls = [liveEns(1), unknown(2), liveEns(3)].map(reverseCallData);
+  const odd: Hex[] = ["0x", "0x1234", `0x${"ab".repeat(32)}`, `0x${"cd".repeat(33)}`];
+  for (const data of [calls, odd, []]) {
+    const viem = encodeFunctionData({
+      abi: multicall3Abi,
+      functionName: "aggregate3",
+      args: [data.map((callData) => ({ target: ENS_UNIVERSAL_RESOLVER, allowFailure: true, callData }))],
+    });
+    assert.equal(aggregate3CallData(ENS_UNIVERSAL_RESOLVER, data), viem);
+    assert.deepEqual(
+      aggregate3Calls(viem),
+      data.map((callData) => ({ target: ENS_UNIVERSAL_RESOLVER, callData })),
+    );
+  }
+  const other = encodeFunctionData({ abi: universalResolverAbi, functionName: "reverseWithGateways", args: [liveEns(4) as Hex, 60n, ["https://gw"]] });
+  assert.deepEqual([...calls, other].map(reverseLookupAddress), [liveEns(1), unknown(2), liveEns(3), liveEns(4)]);
+  assert.equal(resolverNotFound(unknown(2)), encodeErrorResult({ abi: universalResolverAbi, errorName: "ResolverNotFound", args: [unknown(2) as Hex] }));
+  for (const name of ["", "live1.eth", "ünïcødé.eth", `${"x".repeat(40)}.eth`]) {
+    const encoded = encodeFunctionResult({
+      abi: universalResolverAbi,
+      functionName: "reverseWithGateways",
+      result: [name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`],
+    });
+    assert.equal(reverseResult(name, `0x${"1".repeat(40)}`, `0x${"2".repeat(40)}`), encoded);
+    assert.equal(reverseName(encoded), name, "the worker reads the name by layout as viem decodes it");
+  }
+  const results = [
+    { success: true, returnData: `0x${"ab".repeat(96)}` as Hex },
+    { success: false, returnData: "0x77209fe8" as Hex },
+    { success: false, returnData: "0x" as Hex },
+  ];
+  assert.equal(aggregate3Answer(results), encodeFunctionResult({ abi: multicall3Abi, functionName: "aggregate3", result: results }));
 });
 
 test("withRetries: retries retryable failures up to the attempts, honours Retry-After, stops at a non-retryable one", async () => {
