@@ -239,6 +239,9 @@ export async function runJobCase(options: {
         await tx.query("DELETE FROM farcaster_accounts WHERE fid >= $1", [FID_BASE]);
         await tx.query("DELETE FROM live_answers WHERE address = ANY($1::text[])", [live]);
       }, { bulk: true });
+      // and the deleted rows with them: autovacuum may be off on a shared server, and 50,000
+      // wallets' worth of dead rows a run would slow every later case and run
+      await db.exec("VACUUM (ANALYZE) links, wallets, farcaster_accounts, live_answers, reverse_entries, reverse_counts");
     } catch (err) {
       log(`WARNING: could not remove the job case's live wallets from the index: ${(err as Error).message}`);
     }
