@@ -337,6 +337,12 @@ interface BenchCase {
   connections: number;
   walletsPerRequest: number;
   drive: Drive;
+  /**
+   * The case measured with this one in alternating slices of each round, so that both meet the
+   * same moments of a shared machine (a 5% difference is below what one 10-second window
+   * against the next can tell apart).
+   */
+  pairedWith?: CaseId;
 }
 
 /** Half the picks are wallets in the index, half random addresses it has never seen. */
@@ -407,8 +413,8 @@ function lookupCases(
     }),
     // the two servers of the logging comparison serve nothing else, so nothing but the logging
     // and metrics differs between them (not even what the batches above left in a heap)
-    http("metered-observed", "metered GET /wallet, access log and metrics on", observed, { request: single(bearer(keys.single)) }),
-    http("metered-quiet", "metered GET /wallet, the same server with them off", quiet, { request: single(bearer(keys.single)) }),
+    { ...http("metered-observed", "metered GET /wallet, access log and metrics on", observed, { request: single(bearer(keys.single)) }), pairedWith: "metered-quiet" },
+    { ...http("metered-quiet", "metered GET /wallet, the same server with them off", quiet, { request: single(bearer(keys.single)) }), pairedWith: "metered-observed" },
     ...(before
       ? [
           http("metered-before", "metered GET /wallet, 1 account (before)", before, { request: single(bearer(keys.single)) }),
@@ -441,6 +447,41 @@ async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigu
   return { ...figures, ...(await window.stop()) };
 }
 
+/** Slices of a round for two paired cases: each gets `seconds / PAIR_SLICES` at a time, in turn. */
+const PAIR_SLICES = 5;
+
+/**
+ * One round of two paired cases, in PAIR_SLICES turns each (the order flipping every turn): per
+ * case its requests a second over all its slices, the request-weighted mean of the slices'
+ * latency percentiles, and the sums of everything else.
+ */
+async function measurePair(db: Db, pair: [BenchCase, BenchCase], seconds: number, round: number): Promise<[RoundFigures, RoundFigures]> {
+  const slices: [RoundFigures[], RoundFigures[]] = [[], []];
+  const slice = Math.max(1, Math.round(seconds / PAIR_SLICES));
+  for (let i = 0; i < PAIR_SLICES; i++) {
+    for (const k of (round + i) % 2 === 1 ? [0, 1] : [1, 0]) slices[k].push(await measure(db, pair[k], slice));
+  }
+  return [combineSlices(slices[0]), combineSlices(slices[1])];
+}
+
+function combineSlices(parts: RoundFigures[]): RoundFigures {
+  const requests = parts.reduce((n, p) => n + p.requests, 0);
+  const weighted = (f: (p: RoundFigures) => number) => parts.reduce((x, p) => x + f(p) * p.requests, 0) / Math.max(1, requests);
+  const total = (f: (p: RoundFigures) => number | null) => (parts.some((p) => f(p) === null) ? null : parts.reduce((x, p) => x + f(p)!, 0));
+  const statusCodes: Record<string, number> = {};
+  for (const p of parts) for (const [code, n] of Object.entries(p.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    rps: parts.reduce((x, p) => x + p.rps, 0) / parts.length,
+    p50Ms: weighted((p) => p.p50Ms),
+    p99Ms: weighted((p) => p.p99Ms),
+    requests,
+    failed: parts.reduce((n, p) => n + p.failed, 0),
+    statusCodes,
+    serverMicros: total((p) => p.serverMicros),
+    postgresMicros: total((p) => p.postgresMicros),
+  };
+}
+
 /** The cases in rounds (every other round in reverse order, so no case always follows the same one), after a warm-up of each. */
 async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (line: string) => void): Promise<CaseSummary[]> {
   const total = cases.length * (settings.warmupSeconds + settings.rounds * settings.durationSeconds);
@@ -452,13 +493,21 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
   const runs = new Map<CaseId, RoundFigures[]>(cases.map((c) => [c.id, []]));
   const micros = (x: number | null, requests: number) => (x === null || requests === 0 ? "n/a" : (x / requests).toFixed(0));
   for (let round = 1; round <= settings.rounds; round++) {
+    const measured = new Set<CaseId>();
     for (const c of round % 2 === 1 ? cases : [...cases].reverse()) {
-      const f = await measure(db, c, settings.durationSeconds);
-      runs.get(c.id)!.push(f);
-      log(
-        `  round ${round}  ${c.label.padEnd(48)} ${f.rps.toFixed(0).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  ` +
-          `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
-      );
+      if (measured.has(c.id)) continue;
+      const partner = cases.find((x) => x.id === c.pairedWith);
+      const figures: Array<[BenchCase, RoundFigures]> = partner
+        ? (await measurePair(db, [c, partner], settings.durationSeconds, round)).map((f, i) => [[c, partner][i], f])
+        : [[c, await measure(db, c, settings.durationSeconds)]];
+      for (const [done, f] of figures) {
+        measured.add(done.id);
+        runs.get(done.id)!.push(f);
+        log(
+          `  round ${round}  ${done.label.padEnd(48)} ${f.rps.toFixed(0).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  ` +
+            `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
+        );
+      }
     }
   }
   return cases.map((c) => summarizeCase(c, runs.get(c.id)!));
