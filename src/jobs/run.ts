@@ -6,6 +6,7 @@ import type { Log } from "../observe/log.ts";
 import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import { settleAll } from "../db/settle.ts";
 import { parseObservationFields, writeObservations, type Observation } from "../index/import.ts";
 import {
   STAGES,
@@ -69,22 +70,11 @@ interface ResolvedChunk {
 }
 
 /**
- * Waits for every one of the promises (statements sent together on one transaction, or beside
- * each other) and then throws the first failure: nothing is left running on a transaction that
- * is ending.
- */
-async function allSettled<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const outcomes = await Promise.allSettled(promises);
-  for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
-  return outcomes.map((o) => (o as PromiseFulfilledResult<unknown>).value) as unknown as T;
-}
-
-/**
  * Brings reverse_entries up to date for the wallets the job's chunks wrote (they defer it, see
  * 00012_job_reverse.sql). Bulk: a large job's pass may take longer than one statement may.
  */
 export async function flushReverseEntries(db: Db, jobId: string): Promise<void> {
-  await db.transaction((tx) => allSettled([tx.query(sql("session_async_commit")), tx.query(sql("reverse_pending_flush"), [jobId])]), {
+  await db.transaction((tx) => settleAll([tx.query(sql("session_async_commit")), tx.query(sql("reverse_pending_flush"), [jobId])]), {
     bulk: true,
   });
 }
@@ -109,14 +99,11 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
   const timed = async <T>(next: Stage, wallets: number, fn: () => Promise<T>): Promise<T> => {
     stage = next;
     const started = performance.now();
-    const [recorded, done] = await Promise.allSettled([
+    const [recorded, result] = await settleAll([
       db.query(sql("jobs_stage"), [job.id, job.owner, next, JSON.stringify(stats), deps.now(), settings.leaseSeconds]),
       fn(),
     ]);
-    if (recorded.status === "rejected") throw recorded.reason;
-    held(recorded.value);
-    if (done.status === "rejected") throw done.reason;
-    const result = done.value;
+    held(recorded);
     count(next, wallets, started);
     metrics.workerWallets.inc({ stage: next }, wallets);
     return result;
@@ -151,7 +138,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
         );
       }
       if (result.observations.length > 0) statements.push(writeObservations(tx, result.observations, deps.now()));
-      await allSettled(statements);
+      await settleAll(statements);
       count("write", addresses.length, started);
       held(
         await tx.query(sql("jobs_checkpoint"), [
@@ -246,7 +233,7 @@ async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed)
     const since = new Date(deps.now().getTime() - settings.cacheTtlHours * 3_600_000);
     // both statements sent at once: the setting is in force before the lookup is planned
     const [, rows] = await db.transaction((tx) =>
-      allSettled([
+      settleAll([
         tx.query(sql("session_custom_plans")),
         tx.query<{ source: string; address: string }>(sql("live_answers_select_fresh"), [rest, sources.map((s) => s.name), since]),
       ]),

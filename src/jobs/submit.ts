@@ -2,6 +2,7 @@
 // account already has a pending or processing job.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import { settleAll } from "../db/settle.ts";
 
 /** Jobs of this many unique addresses or fewer run inside the submitting request. */
 export const INLINE_MAX = 10;
@@ -44,7 +45,7 @@ export async function createJob(
     for (let i = 0; i < params.wallets.length; i += INSERT_SLICE) {
       slices.push(tx.query(sql("job_wallets_insert_many"), [jobId, params.wallets.slice(i, i + INSERT_SLICE), i]));
     }
-    for (const outcome of await Promise.allSettled(slices)) if (outcome.status === "rejected") throw outcome.reason;
+    await settleAll(slices);
     return { ok: true, jobId };
   });
 }
