@@ -23,6 +23,8 @@ const incoming = new WeakMap<Request, IncomingBody>();
 
 /** Called with each request and the second fetch argument @hono/node-server passes (`{incoming, outgoing}`). */
 export function rememberIncoming(req: Request, env: unknown): void {
+  // requests without a body (most of them) are never read: nothing to remember
+  if (req.method === "GET" || req.method === "HEAD") return;
   const body = (env as { incoming?: IncomingBody } | undefined)?.incoming;
   if (body && typeof body.on === "function") incoming.set(req, body);
 }
