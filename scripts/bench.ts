@@ -60,6 +60,8 @@ const BATCH_SIZE = 50;
 const LARGE_BATCH_SIZE = 200;
 /** The accounts of the spread case: one key each, every request on a key drawn at random. */
 const SPREAD_ACCOUNTS = 100;
+/** Server processes of each configuration in the logging comparison (see BenchCase.replicas). */
+const TWIN_PROCESSES = 3;
 
 const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
 type Group = (typeof GROUPS)[number];
@@ -343,6 +345,12 @@ interface BenchCase {
    * against the next can tell apart).
    */
   pairedWith?: CaseId;
+  /**
+   * The same case on several identical server processes, measured in turn and reported as one:
+   * two processes of one configuration differ by up to 14% in CPU per request for their whole
+   * life (measured: four identical servers, 150 to 171 µs), more than the 5% a pair must resolve.
+   */
+  replicas?: BenchCase[];
 }
 
 /** Half the picks are wallets in the index, half random addresses it has never seen. */
@@ -368,7 +376,7 @@ function autocannonDrive(url: string, connections: number, request: autocannon.R
 
 /** The lookup cases: each GET /wallet draws its address, each batch its wallets, per request. */
 function lookupCases(
-  servers: { bare: ChildServer; baseline: ChildServer; real: ChildServer; observed: ChildServer; quiet: ChildServer; before?: ChildServer },
+  servers: { bare: ChildServer; baseline: ChildServer; real: ChildServer; observed: ChildServer[]; quiet: ChildServer[]; before?: ChildServer },
   keys: { single: string; spread: string[] },
   settings: Settings,
 ): BenchCase[] {
@@ -398,6 +406,10 @@ function lookupCases(
     }),
   };
   const { bare, baseline, real, observed, quiet, before } = servers;
+  const twins = (id: CaseId, label: string, processes: ChildServer[], pairedWith: CaseId): BenchCase => {
+    const replicas = processes.map((server) => http(id, label, server, { request: single(bearer(keys.single)) }));
+    return { ...replicas[0], pairedWith, replicas };
+  };
   return [
     http("bare", "bare: hono + postgres.js, select by primary key", bare, { request: single({}) }),
     http("baseline", "baseline GET /wallet (no auth, no metering)", baseline, { request: single({}) }),
@@ -413,8 +425,8 @@ function lookupCases(
     }),
     // the two servers of the logging comparison serve nothing else, so nothing but the logging
     // and metrics differs between them (not even what the batches above left in a heap)
-    { ...http("metered-observed", "metered GET /wallet, access log and metrics on", observed, { request: single(bearer(keys.single)) }), pairedWith: "metered-quiet" },
-    { ...http("metered-quiet", "metered GET /wallet, the same server with them off", quiet, { request: single(bearer(keys.single)) }), pairedWith: "metered-observed" },
+    twins("metered-observed", `metered GET /wallet, access log and metrics on (${observed.length} servers)`, observed, "metered-quiet"),
+    twins("metered-quiet", `metered GET /wallet, the same servers with them off (${quiet.length} servers)`, quiet, "metered-observed"),
     ...(before
       ? [
           http("metered-before", "metered GET /wallet, 1 account (before)", before, { request: single(bearer(keys.single)) }),
@@ -447,19 +459,24 @@ async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigu
   return { ...figures, ...(await window.stop()) };
 }
 
-/** Slices of a round for two paired cases: each gets `seconds / PAIR_SLICES` at a time, in turn. */
-const PAIR_SLICES = 5;
+/** Slices of a round for two paired cases, per server process of each. */
+const PAIR_SLICES = 2;
 
 /**
- * One round of two paired cases, in PAIR_SLICES turns each (the order flipping every turn): per
- * case its requests a second over all its slices, the request-weighted mean of the slices'
- * latency percentiles, and the sums of everything else.
+ * One round of two paired cases: every server process of each (its replicas) gets PAIR_SLICES
+ * turns of `seconds / (PAIR_SLICES * processes)`, the two cases' processes interleaved and the
+ * order flipping every turn. Per case its requests a second over all its slices, the
+ * request-weighted mean of the slices' latency percentiles, and the sums of everything else.
  */
 async function measurePair(db: Db, pair: [BenchCase, BenchCase], seconds: number, round: number): Promise<[RoundFigures, RoundFigures]> {
+  const arms = pair.map((c) => c.replicas ?? [c]);
+  const processes = Math.max(arms[0].length, arms[1].length);
+  const slice = Math.max(1, Math.round(seconds / (PAIR_SLICES * processes)));
   const slices: [RoundFigures[], RoundFigures[]] = [[], []];
-  const slice = Math.max(1, Math.round(seconds / PAIR_SLICES));
   for (let i = 0; i < PAIR_SLICES; i++) {
-    for (const k of (round + i) % 2 === 1 ? [0, 1] : [1, 0]) slices[k].push(await measure(db, pair[k], slice));
+    const turns: Array<[number, BenchCase]> = [];
+    for (let p = 0; p < processes; p++) for (const k of [0, 1]) if (arms[k][p]) turns.push([k, arms[k][p]]);
+    for (const [k, c] of (round + i) % 2 === 1 ? turns : turns.reverse()) slices[k].push(await measure(db, c, slice));
   }
   return [combineSlices(slices[0]), combineSlices(slices[1])];
 }
@@ -489,7 +506,7 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
     `${cases.length} cases: ${settings.warmupSeconds} s warm-up, then ${settings.rounds} round${settings.rounds === 1 ? "" : "s"} of ${settings.durationSeconds} s each ` +
       `(about ${Math.ceil(total / 60)} min).`,
   );
-  if (settings.warmupSeconds > 0) for (const c of cases) await c.drive(settings.warmupSeconds);
+  if (settings.warmupSeconds > 0) for (const c of cases) for (const r of c.replicas ?? [c]) await r.drive(settings.warmupSeconds);
   const runs = new Map<CaseId, RoundFigures[]>(cases.map((c) => [c.id, []]));
   const micros = (x: number | null, requests: number) => (x === null || requests === 0 ? "n/a" : (x / requests).toFixed(0));
   for (let round = 1; round <= settings.rounds; round++) {
@@ -589,16 +606,19 @@ async function main(): Promise<number> {
     const retryForMs = settings.serverWaitMinutes * 60_000;
     const start = (name: string, entry: string, serverEnv: Record<string, string>) => startServer(name, entry, serverEnv, { retryForMs, log });
 
-    // the metered servers run without logs or metrics, and one beside them with both (an access
-    // line per request, to its log file under .bench/), so their cost is measured side by side
+    // the metered servers run without logs or metrics; the logging comparison has servers of its
+    // own, TWIN_PROCESSES with both (an access line per request, to its log file under .bench/)
+    // and as many with neither, measured side by side
     const started = await Promise.allSettled([
       ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
       ...(runs("lookup")
         ? [
             start("bare", "scripts/bench-bare.ts", env),
             start("baseline", "scripts/bench-baseline.ts", env),
-            start("observed", settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }),
-            start("quiet", settings.serverEntry, { ...env, LOG_LEVEL: "silent", METRICS: "off" }),
+            ...Array.from({ length: TWIN_PROCESSES }, (_, i) => [
+              start(`observed-${i + 1}`, settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }),
+              start(`quiet-${i + 1}`, settings.serverEntry, { ...env, LOG_LEVEL: "silent", METRICS: "off" }),
+            ]).flat(),
             ...(settings.beforeEntry ? [start("before", settings.beforeEntry, env)] : []),
           ]
         : []),
@@ -610,7 +630,9 @@ async function main(): Promise<number> {
 
     const cases: BenchCase[] = [];
     if (runs("lookup")) {
-      const [bare, baseline, observed, quiet] = [byName("bare")!, byName("baseline")!, byName("observed")!, byName("quiet")!];
+      const [bare, baseline] = [byName("bare")!, byName("baseline")!];
+      const observed = servers.filter((s) => s.name.startsWith("observed-"));
+      const quiet = servers.filter((s) => s.name.startsWith("quiet-"));
       const problems = await checkSameAnswers({ real: real!.url, baseline: baseline.url, bare: bare.url }, keys, settings.wallets);
       if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
       for (const p of problems) log(`WARNING: ${p}`);

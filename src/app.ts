@@ -152,13 +152,16 @@ export function requestIdAndCors(): MiddlewareHandler {
 
 /** The route template a request matched (hono syntax), never its raw path; `unmatched` for 404s. */
 function routeTemplate(c: Context): string {
-  const route = matchedRoutes(c).filter((r) => r.method !== "ALL").at(-1);
-  return route?.path ?? "unmatched";
+  // the last matched route that is not a middleware (`ALL`)
+  const matched = matchedRoutes(c);
+  for (let i = matched.length - 1; i >= 0; i--) if (matched[i].method !== "ALL") return matched[i].path;
+  return "unmatched";
 }
 
 /** Counts and times every request for /metrics (unless `count` is off), and writes its access line. */
 export function observeRequests(logger: Logger | undefined, count: boolean): MiddlewareHandler {
   const access = logger?.enabled("info") ? logger : undefined;
+  const series = requestSeries();
   return async (c, next) => {
     if (!count && !access) return await next();
     const started = performance.now();
@@ -166,20 +169,48 @@ export function observeRequests(logger: Logger | undefined, count: boolean): Mid
     const ms = performance.now() - started;
     const m = c.get("meter");
     const route = routeTemplate(c);
+    const method = c.req.method;
     const status = c.res.status;
-    if (count) {
-      metrics.requests.inc({ route, method: c.req.method, status: String(status) });
-      metrics.latency.observe({ route, method: c.req.method }, ms / 1000);
+    if (count) series(route, method, status, ms / 1000);
+    if (access) {
+      const errorCode = c.get("errorCode");
+      access.access({
+        request_id: c.get("requestId") ?? "",
+        method,
+        route,
+        status,
+        duration_ms: Math.round(ms * 100) / 100,
+        account_id: m?.accountId,
+        units: m?.units,
+        matches: m?.matched,
+        outcome: errorCode ?? (status < 400 ? "ok" : String(status)),
+      });
     }
-    access?.access({
-      request_id: c.get("requestId") ?? "",
-      method: c.req.method,
-      route,
-      status,
-      duration_ms: Math.round(ms * 100) / 100,
-      ...(m ? { account_id: m.accountId, units: m.units, matches: m.matched } : {}),
-      outcome: c.get("errorCode") ?? (status < 400 ? "ok" : String(status)),
-    });
+  };
+}
+
+/**
+ * The request counter and latency histogram of one (route, method, status), looked up through
+ * nested maps: the labels are a handful of templates, methods and statuses, and this runs on
+ * every request, so no label object or key string is built once a combination has been seen.
+ */
+function requestSeries(): (route: string, method: string, status: number, seconds: number) => void {
+  type Entry = { count: () => void; observe: (seconds: number) => void };
+  const byRoute = new Map<string, Map<string, Map<number, Entry>>>();
+  return (route, method, status, seconds) => {
+    let byMethod = byRoute.get(route);
+    if (!byMethod) byRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let entry = byStatus.get(status);
+    if (!entry) {
+      byStatus.set(status, (entry = {
+        count: metrics.requests.series({ route, method, status: String(status) }),
+        observe: metrics.latency.series({ route, method }),
+      }));
+    }
+    entry.count();
+    entry.observe(seconds);
   };
 }
 

@@ -32,6 +32,20 @@ describe("the logger", () => {
     }
   });
 
+  test("times are the wall clock in ISO 8601 with milliseconds, as Date writes them", () => {
+    const out: string[] = [];
+    const logger = createLogger({ level: "info", write: (t) => out.push(t) });
+    const before = Date.now();
+    for (let i = 0; i < 50; i++) logger.access({ request_id: `r${i}`, method: "GET", route: "/healthz", status: 200, duration_ms: 1, outcome: "ok" });
+    logger.flush();
+    const after = Date.now();
+    for (const line of out.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l))) {
+      assert.match(line.time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(new Date(Date.parse(line.time)).toISOString(), line.time);
+      assert.ok(Date.parse(line.time) >= before && Date.parse(line.time) <= after, `${line.time} within the test`);
+    }
+  });
+
   test("lines are written in batches, and the pretty format reads as text", async () => {
     const out: string[] = [];
     const logger = createLogger({ level: "info", write: (t) => out.push(t) });

@@ -68,6 +68,14 @@ export class Counter {
     this.values.get(labels, true)!.value += by;
   }
 
+  /** Adds one to the series of `labels` when called: for a hot path that names the same labels again and again. */
+  series(labels: Labels): () => void {
+    const s = this.values.get(labels, true)!;
+    return () => {
+      s.value++;
+    };
+  }
+
   get(labels: Labels = {}): number {
     return this.values.get(labels, false)?.value ?? 0;
   }
@@ -78,22 +86,39 @@ export class Counter {
 }
 
 export class Histogram {
-  private readonly series: SeriesMap<{ labels: Labels; counts: number[]; sum: number; count: number }>;
+  // per series, the observations that fell in each bucket alone (the last slot: above every
+  // bound); cumulated when rendered
+  private readonly bySeries: SeriesMap<{ labels: Labels; counts: number[]; sum: number; count: number }>;
   constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {
-    this.series = new SeriesMap((labels) => ({ labels: { ...labels }, counts: buckets.map(() => 0), sum: 0, count: 0 }));
+    this.bySeries = new SeriesMap((labels) => ({ labels: { ...labels }, counts: [...buckets.map(() => 0), 0], sum: 0, count: 0 }));
   }
 
   observe(labels: Labels, value: number): void {
-    const s = this.series.get(labels, true)!;
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;
+    this.record(this.bySeries.get(labels, true)!, value);
+  }
+
+  /** Observes into the series of `labels` when called: for a hot path that names the same labels again and again. */
+  series(labels: Labels): (value: number) => void {
+    const s = this.bySeries.get(labels, true)!;
+    return (value) => this.record(s, value);
+  }
+
+  private record(s: { counts: number[]; sum: number; count: number }, value: number): void {
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]) i++;
+    s.counts[i]++;
     s.sum += value;
     s.count++;
   }
 
   render(): string[] {
     const out: string[] = [];
-    for (const s of this.series.values()) {
-      this.buckets.forEach((le, i) => out.push(`${this.name}_bucket${labelText({ ...s.labels, le: numberText(le) })} ${s.counts[i]}`));
+    for (const s of this.bySeries.values()) {
+      let below = 0;
+      this.buckets.forEach((le, i) => {
+        below += s.counts[i];
+        out.push(`${this.name}_bucket${labelText({ ...s.labels, le: numberText(le) })} ${below}`);
+      });
       out.push(`${this.name}_bucket${labelText({ ...s.labels, le: "+Inf" })} ${s.count}`);
       out.push(`${this.name}_sum${labelText(s.labels)} ${numberText(s.sum)}`);
       out.push(`${this.name}_count${labelText(s.labels)} ${s.count}`);
