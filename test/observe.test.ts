@@ -119,6 +119,22 @@ describe("the exposition format", () => {
     assert.ok(!text.includes("t_broken"), "a failing gauge is left out");
   });
 
+  test("a series handle counts in the same series as inc and observe with its labels", async () => {
+    const r = new Registry();
+    const c = r.counter("s_total", "A counter");
+    const h = r.histogram("s_seconds", "A histogram", [1]);
+    const count = c.series({ route: "/r", status: "200" });
+    const observe = h.series({ route: "/r" });
+    count();
+    count();
+    c.inc({ status: "200", route: "/r" });
+    observe(0.5);
+    h.observe({ route: "/r" }, 2);
+    assert.equal(c.get({ route: "/r", status: "200" }), 3);
+    const text = await r.expose();
+    assert.match(text, /s_seconds_bucket\{le="1",route="\/r"\} 1\ns_seconds_bucket\{le="\+Inf",route="\/r"\} 2\n/);
+  });
+
   test("the same labels given in another order count in one series", async () => {
     const r = new Registry();
     const c = r.counter("o_total", "A counter");
