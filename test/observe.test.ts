@@ -60,6 +60,10 @@ describe("the logger", () => {
     p.log("hello", "warn", { job: "j1" });
     p.flush();
     assert.match(pretty[0], /^\d\d:\d\d:\d\d\.\d{3} WARN  hello  job=j1\n$/);
+    // an access line of a request nobody was metered for names no account, units or matches
+    p.access({ request_id: "r1", method: "GET", route: "/healthz", status: 200, duration_ms: 1.5, account_id: undefined, units: undefined, matches: undefined, outcome: "ok" });
+    p.flush();
+    assert.match(pretty[1], /^\d\d:\d\d:\d\d\.\d{3} INFO  request  request_id=r1 method=GET route=\/healthz status=200 duration_ms=1\.5 outcome=ok\n$/);
   });
 
   test("credentials are redacted from any line", () => {

@@ -153,7 +153,10 @@ export function createLogger(options: LoggerOptions): Logger {
       // Written on every request, so built as text: only the request id comes from the caller
       // (the rest is ours: route template, codes, numbers), so only it is redacted.
       const requestId = redact(fields.request_id);
-      if (pretty) return emit({ time: timeText(), level: "info", msg: "request", ...fields, request_id: requestId });
+      if (pretty) {
+        const given = Object.entries({ ...fields, request_id: requestId }).filter(([, value]) => value !== undefined);
+        return emit({ time: timeText(), level: "info", msg: "request", ...Object.fromEntries(given) });
+      }
       const spent = fields.account_id === undefined
         ? ""
         : `,"account_id":${JSON.stringify(fields.account_id)},"units":${fields.units ?? 0},"matches":${fields.matches ?? 0}`;
