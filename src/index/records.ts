@@ -90,8 +90,10 @@ export function buildViews(rows: IdentityRow[], options: ViewOptions): Map<strin
 }
 
 interface Candidate {
+  kind: string;
   value: string;
-  classes: Set<string>;
+  /** Its evidence classes, each once. */
+  classes: string[];
   /** Whether any owner-attested class backs it. */
   attested: boolean;
   routes: IdentityRow[];
@@ -99,26 +101,29 @@ interface Candidate {
 }
 
 /**
- * A wallet's rows read once: its candidates of each kind (by value, in first-seen order), its
+ * A wallet's rows read once: its candidates (by kind and value, in first-seen order), its
  * evidence classes, its newest attested observation and its first agent row with a detail.
+ * Flat arrays searched in place, without callbacks, rather than Maps and Sets: a wallet has a
+ * handful of rows, and a reverse page builds 100 wallets' records.
  */
 interface WalletRows {
   rows: IdentityRow[];
-  byKind: Map<string, Map<string, Candidate>>;
-  classes: Set<string>;
+  candidates: Candidate[];
+  /** The evidence classes of its rows, each once. */
+  classes: string[];
   /** The newest observed_at (ms) of a row with an owner-attested class, or null. */
   attestedNewest: number | null;
   agentRow: IdentityRow | undefined;
 }
 
 function readWalletRows(rows: IdentityRow[]): WalletRows {
-  const byKind = new Map<string, Map<string, Candidate>>();
-  const classes = new Set<string>();
+  const all: Candidate[] = [];
+  const classes: string[] = [];
   let attestedNewest: number | null = null;
   let agentRow: IdentityRow | undefined;
   for (const row of rows) {
     if (row.class !== null) {
-      classes.add(row.class);
+      if (!classes.includes(row.class)) classes.push(row.class);
       if (ATTESTED.has(row.class) && row.observed_at) {
         const t = row.observed_at.getTime();
         if (attestedNewest === null || t > attestedNewest) attestedNewest = t;
@@ -126,23 +131,39 @@ function readWalletRows(rows: IdentityRow[]): WalletRows {
     }
     if (agentRow === undefined && row.kind === "agent" && row.detail) agentRow = row;
     if (row.kind === null || row.value === null) continue;
-    let byValue = byKind.get(row.kind);
-    if (!byValue) byKind.set(row.kind, (byValue = new Map()));
-    let c = byValue.get(row.value);
-    if (!c) byValue.set(row.value, (c = { value: row.value, classes: new Set(), attested: false, routes: [], newest: 0 }));
+    let c: Candidate | undefined;
+    for (const x of all) {
+      if (x.kind === row.kind && x.value === row.value) {
+        c = x;
+        break;
+      }
+    }
+    if (!c) {
+      all.push({
+        kind: row.kind,
+        value: row.value,
+        classes: row.class ? [row.class] : [],
+        attested: row.class !== null && ATTESTED.has(row.class),
+        routes: [row],
+        newest: Math.max(0, row.observed_at?.getTime() ?? 0),
+      });
+      continue;
+    }
     if (row.class) {
-      c.classes.add(row.class);
+      if (!c.classes.includes(row.class)) c.classes.push(row.class);
       if (ATTESTED.has(row.class)) c.attested = true;
     }
     c.routes.push(row);
     c.newest = Math.max(c.newest, row.observed_at?.getTime() ?? 0);
   }
-  return { rows, byKind, classes, attestedNewest, agentRow };
+  return { rows, candidates: all, classes, attestedNewest, agentRow };
 }
 
+/** The wallet's candidates of a kind, in first-seen order. */
 function candidates(wallet: WalletRows, kind: string): Candidate[] {
-  const byValue = wallet.byKind.get(kind);
-  return byValue ? [...byValue.values()] : [];
+  const out: Candidate[] = [];
+  for (const c of wallet.candidates) if (c.kind === kind) out.push(c);
+  return out;
 }
 
 function isAttested(c: Candidate): boolean {
@@ -156,10 +177,8 @@ function byEvidence(a: Candidate, b: Candidate): number {
 
 /** The first candidate by evidence (the first seen among equals, as a stable sort would give). */
 function pickName(wallet: WalletRows, kind: string): string | undefined {
-  const byValue = wallet.byKind.get(kind);
-  if (!byValue) return undefined;
   let best: Candidate | undefined;
-  for (const c of byValue.values()) if (!best || byEvidence(c, best) < 0) best = c;
+  for (const c of wallet.candidates) if (c.kind === kind && (!best || byEvidence(c, best) < 0)) best = c;
   return best?.value;
 }
 
@@ -168,7 +187,6 @@ const DEAD = new Set(["suspended", "deactivated"]);
 function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined {
   const handles = candidates(wallet, "twitter").map((c) => {
     const reach = c.routes.find((r) => r.reachability !== null);
-    const classified = c.routes.filter((r) => r.class !== null);
     return {
       c,
       reachability: reach?.reachability ?? "unchecked",
@@ -176,7 +194,7 @@ function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined
       // resting only on text the owner typed into their own record
       selfDeclared: c.routes.length > 0 && c.routes.every((r) => r.self_declared === true),
       // owner-attested evidence that is more than the owner's own typing
-      verified: classified.some((r) => ATTESTED.has(r.class!) && r.self_declared !== true),
+      verified: c.routes.some((r) => r.class !== null && ATTESTED.has(r.class) && r.self_declared !== true),
     };
   });
   if (handles.length === 0) return undefined;
@@ -188,7 +206,7 @@ function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined
       Number(b.verified) - Number(a.verified) ||
       byEvidence(a.c, b.c),
   );
-  const [primary, ...others] = handles;
+  const primary = handles[0];
   const view: TwitterView = {
     handle: primary.c.value,
     url: `https://x.com/${primary.c.value}`,
@@ -202,9 +220,9 @@ function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined
       checkedAt: primary.checkedAt,
     };
   }
-  const second = others.find((h) => isAttested(h.c) && h.reachability === "live");
+  const second = handles.find((h, i) => i > 0 && isAttested(h.c) && h.reachability === "live");
   if (second && primary.reachability === "live") {
-    const source = EVIDENCE_CLASSES.find((k) => ATTESTED.has(k) && second.c.classes.has(k))!;
+    const source = EVIDENCE_CLASSES.find((k) => ATTESTED.has(k) && second.c.classes.includes(k))!;
     view.also = { handle: second.c.value, url: `https://x.com/${second.c.value}`, source };
   }
   return view;
@@ -261,7 +279,7 @@ function agentOf(wallet: WalletRows, twitter?: TwitterView, farcaster?: Farcaste
 function qualityOf(view: Omit<WalletView, "quality">, wallet: WalletRows): WalletView["quality"] {
   const attested = view.sources.some((k) => ATTESTED.has(k));
   let score = attested ? 60 : view.sources.includes("aggregated") ? 30 : 10;
-  score += 5 * [view.twitter, view.farcaster, view.ensName, view.lens, view.github].filter((x) => x !== undefined).length;
+  for (const shown of [view.twitter, view.farcaster, view.ensName, view.lens, view.github]) if (shown !== undefined) score += 5;
   if (view.twitter?.verified || view.farcaster?.verified) score += 15;
   if (view.twitter?.reachability && !view.twitter.reachability.reachable) score -= 30;
   const lastVerified = wallet.attestedNewest !== null ? new Date(wallet.attestedNewest) : view.lastUpdated;
@@ -284,11 +302,17 @@ function buildView(rows: IdentityRow[], options: ViewOptions): WalletView {
     lens: pickName(wallet, "lens"),
     github: pickName(wallet, "github"),
     agent: agentOf(wallet, twitter, farcaster),
-    sources: EVIDENCE_CLASSES.filter((k) => wallet.classes.has(k)),
+    sources: EVIDENCE_CLASSES.filter((k) => wallet.classes.includes(k)),
     found: false,
     quality: { score: 0, lastVerified: null },
   };
-  view.found = [view.twitter, view.farcaster, view.ensName, view.lens, view.github, view.agent].some((x) => x !== undefined);
+  view.found =
+    view.twitter !== undefined ||
+    view.farcaster !== undefined ||
+    view.ensName !== undefined ||
+    view.lens !== undefined ||
+    view.github !== undefined ||
+    view.agent !== undefined;
   if (view.found && view.lastUpdated) {
     view.stale = options.now.getTime() - view.lastUpdated.getTime() > options.staleAfterDays * 86_400_000;
   }

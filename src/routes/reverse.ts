@@ -85,6 +85,21 @@ export interface ReversePage {
   metered: Metered;
 }
 
+/**
+ * Resolves after the promise continuations queued so far have run (a message is a task, so every
+ * microtask before it goes first) without setTimeout's clamp of a millisecond or more.
+ */
+function afterPendingWork(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+}
+
 async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cursor: string | undefined): Promise<ReversePage> {
   let after: { rank: number; wallet: string } = FIRST_PAGE;
   if (cursor !== undefined) {
@@ -131,13 +146,17 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
 
   // every wallet of the page holds a twitter or farcaster identity: one credit each; the
   // identity rows were read with the page, so the metering statement reads none
-  const metered = await meterer.meter({
+  const metering = meterer.meter({
     route: lookup.route,
     weight: 2,
     needsCredits: true,
     billWallets: wallets,
     wallets: wallets.length,
   });
+  metering.catch(() => {});
+  // the views are built while the metering statement runs (a refused page drops them): once the
+  // statement has been handed to the driver, a few promise turns from here
+  await afterPendingWork();
   const found = buildViews(identities, {
     now: deps.now(),
     staleAfterDays: deps.config.staleAfterDays,
@@ -147,6 +166,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     const view = found.get(w);
     return view && view.found ? [view] : [];
   });
+  const metered = await metering;
   return {
     views,
     meta: {
