@@ -209,12 +209,14 @@ function stdoutWriter(): (text: string) => void {
 }
 
 /**
- * Response bodies gzipped by zlib itself on Node: its CompressionStream is the same zlib with the
- * same defaults (so the same bytes) behind Web streams that cost as much CPU again as the deflate.
- * Deno and Bun keep their own CompressionStream.
+ * Response bodies gzipped by zlib itself on Node: its CompressionStream is the same zlib behind Web
+ * streams that cost as much CPU again as the deflate. At level 1 rather than the default 6: a
+ * reverse page of 34 KB deflates in 0.25 ms instead of 0.69 ms (on the page's critical path) into
+ * 5.1 KB instead of 4.8 KB. Deno and Bun keep their own CompressionStream.
  */
 function runtimeGzip(): Gzip | undefined {
   const g = globalThis as { Deno?: unknown; Bun?: unknown };
   if (g.Deno || g.Bun) return undefined;
-  return (bytes) => new Promise((resolve, reject) => gzip(bytes, (err, out) => (err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))));
+  return (bytes) =>
+    new Promise((resolve, reject) => gzip(bytes, { level: 1 }, (err, out) => (err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))));
 }

@@ -53,9 +53,9 @@ export function chooseEncoding(acceptEncoding: string | null | undefined, suppor
 }
 
 /**
- * A runtime's own gzip of a whole body, handed in by the entry point: on Node, zlib's gzip writes
- * the same bytes as its CompressionStream("gzip") (the same zlib, the same defaults) for about half
- * the CPU, the Web streams around CompressionStream costing as much as the deflate itself.
+ * A runtime's own gzip of a whole body, handed in by the entry point: on Node, zlib's gzip (the
+ * zlib behind its CompressionStream("gzip"), without the Web streams around it that cost as much as
+ * the deflate itself), at the level src/main.ts chooses.
  */
 export type Gzip = (bytes: Uint8Array) => Promise<Uint8Array<ArrayBuffer>>;
 
