@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const db = openPostgres(config.databaseUrl, { max: 3, timeouts: config.databaseTimeouts });
   await migrate(db);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
-  worker.start();
+  await worker.start();
   log(`walletid job worker ${worker.owner} started`);
   let stopping = false;
   const shutdown = async () => {

@@ -111,7 +111,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
 
   const resolve = async (at: number): Promise<ResolvedChunk> => {
     const addresses = (
-      await db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, at, settings.chunkSize])
+      await db.query<{ address: string }>(sql("job_wallet_slices_select_range"), [job.id, at, settings.chunkSize])
     ).map((r) => r.address);
     if (addresses.length === 0) throw new Error(`job ${job.id} has no wallets at position ${at}`);
     const result = await resolveChunk(deps, addresses, timed);
@@ -149,6 +149,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
           JSON.stringify(stats),
           deps.now(),
           settings.leaseSeconds,
+          addresses,
         ]),
       );
     });
