@@ -25,11 +25,12 @@ async function main(): Promise<void> {
   process.on("unhandledRejection", (reason) => log(`Kept working after an unhandled rejection: ${describe(reason)}`, "error"));
   process.on("uncaughtException", (err) => log(`Kept working after an uncaught exception: ${describe(err)}`, "error"));
   loadQueries();
-  // three: a chunk written, the next one resolved, and reverse_entries refreshed behind them
+  // three: a chunk written, the next one resolved, and reverse_entries refreshed behind them (and
+  // one more of postgres.js's own, opened by worker.start(), listening for submissions)
   const db = openPostgres(config.databaseUrl, { max: 3, timeouts: config.databaseTimeouts });
   await migrate(db);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
-  worker.start();
+  await worker.start();
   log(`walletid job worker ${worker.owner} started`);
   let stopping = false;
   const shutdown = async () => {

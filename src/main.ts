@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
-  worker?.start();
+  await worker?.start();
   const maintenanceStop = new AbortController();
   const stopMaintenance = config.maintenance.at
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)

@@ -9,6 +9,7 @@ type Conn = PGlite | Transaction;
 // PGlite runs statements one at a time in this process: the deadline bounds the wait behind
 // others (a statement cannot be stopped once started, and may still run after its caller gave up).
 function wrap(conn: Conn, deadlineMs: number, close: () => Promise<void>): Db {
+  const listen = "listen" in conn ? (channel: string, onNotify: () => void) => conn.listen(channel, () => onNotify()) : undefined;
   return {
     driver: "pglite",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
@@ -28,6 +29,7 @@ function wrap(conn: Conn, deadlineMs: number, close: () => Promise<void>): Db {
       const begin = (body: (tx: Transaction) => Promise<T>) => conn.transaction(body);
       return await boundedTransaction(begin, (tx) => fn(wrap(tx, deadlineMs, close)), deadlineMs);
     },
+    ...(listen && { listen }),
     close,
   };
 }

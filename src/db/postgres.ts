@@ -32,7 +32,7 @@ interface Conn {
   onStuck: () => void;
 }
 
-function wrap(current: () => Conn, close: () => Promise<void>): Db {
+function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullable<Db["listen"]>): Db {
   return {
     driver: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
@@ -57,12 +57,13 @@ function wrap(current: () => Conn, close: () => Promise<void>): Db {
       if (options.bulk) {
         return (await sql.begin(async (tx) => {
           await tx.unsafe("SET LOCAL statement_timeout = 0");
-          return await fn(wrap(() => ({ ...conn, sql: tx, deadlineMs: 0 }), close));
+          return await fn(wrap(() => ({ ...conn, sql: tx, deadlineMs: 0 }), close, listen));
         })) as T;
       }
       const begin = (body: (tx: postgres.TransactionSql) => Promise<T>) => sql.begin(body) as Promise<T>;
-      return await boundedTransaction(begin, (tx) => fn(wrap(() => ({ ...conn, sql: tx }), close)), conn.deadlineMs, conn.onStuck);
+      return await boundedTransaction(begin, (tx) => fn(wrap(() => ({ ...conn, sql: tx }), close, listen)), conn.deadlineMs, conn.onStuck);
     },
+    listen,
     close,
   };
 }
@@ -100,8 +101,16 @@ export function openPostgres(url: string, options: { max?: number; timeouts?: Db
   // and fails every statement waiting on them at once; the next statements connect afresh.
   let closing = false;
   let pool: postgres.Sql;
+  // postgres.js listens on a connection of its own and reconnects it; a replaced pool takes its
+  // listeners along, so each one is attached again to the pool that replaces it.
+  const listeners = new Set<Listener>();
+  const attach = (sql: postgres.Sql, listener: Listener) =>
+    sql.listen(listener.channel, () => listener.onNotify()).then((meta) => {
+      listener.unlisten = () => meta.unlisten();
+    });
   const open = (): Conn => {
     const sql = (pool = connect());
+    for (const listener of listeners) attach(sql, listener).catch(() => {});
     const conn: Conn = {
       sql,
       deadlineMs: timeouts.statementMs + DEADLINE_MARGIN_MS,
@@ -120,5 +129,21 @@ export function openPostgres(url: string, options: { max?: number; timeouts?: Db
       closing = true;
       await pool.end({ timeout: 5 });
     },
+    async (channel, onNotify) => {
+      const listener: Listener = { channel, onNotify, unlisten: async () => {} };
+      await attach(current.sql as postgres.Sql, listener);
+      listeners.add(listener);
+      return async () => {
+        listeners.delete(listener);
+        await listener.unlisten();
+      };
+    },
   );
+}
+
+interface Listener {
+  channel: string;
+  onNotify: () => void;
+  /** Stops it on the pool it is attached to. */
+  unlisten: () => Promise<void>;
 }

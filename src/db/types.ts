@@ -17,6 +17,12 @@ export interface Db {
   /** Several statements without parameters (migrations only; not bounded by a deadline). */
   exec(text: string): Promise<void>;
   transaction<T>(fn: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Calls `onNotify` at every NOTIFY on `channel` (PostgreSQL: on a connection of its own; PGlite:
+   * its one session, which hears its own). Resolves once listening, with what stops it. Optional:
+   * a wrapper (the tests' failing databases) may leave it out, and a listener then polls.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -111,7 +111,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
 
   const resolve = async (at: number): Promise<ResolvedChunk> => {
     const addresses = (
-      await db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, at, settings.chunkSize])
+      await db.query<{ address: string }>(sql("job_wallet_slices_select_range"), [job.id, at, settings.chunkSize])
     ).map((r) => r.address);
     if (addresses.length === 0) throw new Error(`job ${job.id} has no wallets at position ${at}`);
     const result = await resolveChunk(deps, addresses, timed);
@@ -149,6 +149,8 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
           JSON.stringify(stats),
           deps.now(),
           settings.leaseSeconds,
+          result.unsettled,
+          result.indexMatched,
         ]),
       );
     });
@@ -213,6 +215,10 @@ interface ChunkResult {
   observations: Observation[];
   /** What each source answered about the wallets none of them found, for the cache. */
   answers: Array<{ source: string; address: string; found: boolean }>;
+  /** Of the wallets the index stage settled, those with a twitter or farcaster identity. */
+  indexMatched: number;
+  /** The wallets the index stage did not settle: the checkpoint counts theirs after the write. */
+  unsettled: string[];
 }
 
 type Timed = <T>(stage: Stage, wallets: number, fn: () => Promise<T>) => Promise<T>;
@@ -220,12 +226,15 @@ type Timed = <T>(stage: Stage, wallets: number, fn: () => Promise<T>) => Promise
 /** One chunk through every stage; nothing is written until the chunk's transaction. */
 async function resolveChunk(deps: JobRunDeps, addresses: string[], timed: Timed): Promise<ChunkResult> {
   const { db, sources, settings } = deps;
-  const result: ChunkResult = { observations: [], answers: [] };
+  const result: ChunkResult = { observations: [], answers: [], indexMatched: 0, unsettled: [] };
 
-  const inIndex = await timed("index", addresses.length, async () =>
-    new Set((await db.query<{ wallet: string }>(sql("links_select_found_wallets"), [addresses])).map((r) => r.wallet)),
-  );
+  const inIndex = await timed("index", addresses.length, async () => {
+    const rows = await db.query<{ wallet: string; matched: boolean }>(sql("links_select_found_wallets"), [addresses]);
+    result.indexMatched = rows.filter((r) => r.matched).length;
+    return new Set(rows.map((r) => r.wallet));
+  });
   let rest = addresses.filter((a) => !inIndex.has(a));
+  result.unsettled = rest;
   if (rest.length === 0 || sources.length === 0) return result;
 
   // fresh answers per wallet, by source: a wallet every source answered recently is settled

@@ -6,7 +6,10 @@ import { settleAll } from "../db/settle.ts";
 
 /** Jobs of this many unique addresses or fewer run inside the submitting request. */
 export const INLINE_MAX = 10;
-const INSERT_SLICE = 10_000;
+/** Addresses a row of job_wallet_slices holds (00013_job_slices.sql). */
+const SLICE = 1000;
+/** The channel a submission notifies and workers listen on, so a job starts without waiting for a poll. */
+export const JOBS_CHANNEL = "walletid_jobs";
 
 export type CreateJobResult = { ok: true; jobId: string } | { ok: false; activeJobId: string };
 
@@ -40,12 +43,10 @@ export async function createJob(
       const [active] = await tx.query<{ id: string }>(sql("jobs_select_active_by_account"), [params.accountId]);
       return { ok: false, activeJobId: active?.id ?? "unknown" };
     }
-    // the slices sent together (pipelined) and then awaited, every one of them, before the commit
-    const slices: Promise<unknown>[] = [];
-    for (let i = 0; i < params.wallets.length; i += INSERT_SLICE) {
-      slices.push(tx.query(sql("job_wallets_insert_many"), [jobId, params.wallets.slice(i, i + INSERT_SLICE), i]));
-    }
-    await settleAll(slices);
+    // sent together (pipelined), and both awaited before the commit; a job run inline needs no worker
+    const statements = [tx.query(sql("job_wallet_slices_insert"), [jobId, params.wallets, SLICE])];
+    if (!inline) statements.push(tx.query(sql("jobs_notify"), [JOBS_CHANNEL]));
+    await settleAll(statements);
     return { ok: true, jobId };
   });
 }

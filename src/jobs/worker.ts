@@ -2,6 +2,7 @@
 // expires, so workers in several processes share the queue and a job whose worker died is
 // taken over and resumed from its last checkpoint.
 import { sql } from "../db/queries.ts";
+import { JOBS_CHANNEL } from "./submit.ts";
 import { flushReverseEntries, runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
 
 /**
@@ -14,8 +15,12 @@ export interface Worker {
   readonly owner: string;
   /** Claims and runs one job; null when there was nothing to claim. */
   runOnce(): Promise<{ jobId: string; outcome: JobOutcome } | null>;
-  /** Runs jobs until stop(), polling every idleMs while the queue is empty. */
-  start(): void;
+  /**
+   * Runs jobs until stop(): a submission's notification wakes it at once, and it polls every idleMs
+   * while the queue is empty all the same (a notification can be missed: a reconnect, a driver
+   * that cannot listen). Resolves once it listens, before its first claim.
+   */
+  start(): Promise<void>;
   /** Stops after the current chunk: the job stays claimed until its lease runs out. */
   stop(): Promise<void>;
 }
@@ -51,6 +56,8 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
   let stopping = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
+  // set by a notification, so that one arriving during a claim that found nothing is not lost
+  let notified = false;
 
   async function runOnce() {
     const job = await claimJob(deps, owner);
@@ -77,16 +84,29 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
     return { jobId: job.id, outcome };
   }
 
-  async function run() {
+  async function listen() {
+    try {
+      return await deps.db.listen?.(JOBS_CHANNEL, () => {
+        notified = true;
+        wake?.();
+      });
+    } catch (err) {
+      deps.log(`job worker: cannot listen for new jobs (${(err as Error).message}); polling every ${idleMs} ms`, "warn");
+      return undefined;
+    }
+  }
+
+  async function run(unlisten: (() => Promise<void>) | undefined) {
     while (!stopping) {
       let ran = false;
+      notified = false;
       try {
         ran = (await runOnce()) !== null;
       } catch (err) {
         // the database or a bug: the job keeps its lease until it expires, then is claimed again
         deps.log(`job worker: ${(err as Error).stack ?? String(err)}`, "error");
       }
-      if (!ran && !stopping) {
+      if (!ran && !stopping && !notified) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, idleMs);
           wake = () => {
@@ -97,13 +117,17 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
         wake = undefined;
       }
     }
+    await unlisten?.().catch(() => {});
   }
 
   return {
     owner,
     runOnce,
-    start() {
-      if (!loop) loop = run();
+    async start() {
+      if (loop) return;
+      const listening = listen();
+      loop = listening.then(run);
+      await listening;
     },
     async stop() {
       stopping = true;

@@ -170,7 +170,7 @@ export async function jobStatus(
   if (job.status !== "completed") return { data, meta, metered };
 
   const now = deps.now();
-  const wallets = (await deps.db.query<{ address: string }>(sql("job_wallets_select_range"), [job.id, offset, limit])).map(
+  const wallets = (await deps.db.query<{ address: string }>(sql("job_wallet_slices_select_range"), [job.id, offset, limit])).map(
     (r) => r.address,
   );
   const [rows, credits] = await Promise.all([selectIdentityRows(deps.db, wallets), readCredits(deps.db, metered.accountId, now)]);

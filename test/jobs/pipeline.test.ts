@@ -1,11 +1,13 @@
 // The job pipeline's database side: the cache lookup, prepared while live_answers was empty, is
 // planned again with each chunk and reads the key once the table has grown; reverse_entries, which a
 // job's chunk transactions queue rather than refresh, is complete and counted when the job completes
-// or fails; and the reverse triggers still refresh at once for every other writer.
+// or fails; and the reverse triggers still refresh at once for every other writer. A submission
+// wakes an idle worker at once; the billed count is kept chunk by chunk.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sql } from "../../src/db/queries.ts";
 import type { Db } from "../../src/db/types.ts";
+import { createWorker, type Worker } from "../../src/jobs/worker.ts";
 import { eachDatabase } from "../support/db.ts";
 import { createClock, createCustomer } from "../support/server.ts";
 import { expectStatus } from "../support/http.ts";
@@ -122,5 +124,44 @@ eachDatabase("job pipeline", (get) => {
     const [flushed] = await db.query<{ wallets: number }>(sql("reverse_pending_flush"), [job]);
     assert.equal(flushed.wallets, 1);
     assert.deepEqual(await reverseOf(db, "twitter", "deferredone"), { wallets: [liveFarcaster(8800)], counted: 1 });
+  });
+
+  test("a submission wakes an idle worker at once; a worker that cannot listen finds the job at its next poll", async () => {
+    const { db } = get();
+    const statusOf = async (id: string) => (await db.query<{ status: string }>("SELECT status FROM jobs WHERE id = $1", [id]))[0].status;
+    const workers: Array<[string, Worker]> = [
+      ["listening, next poll in a minute", createWorker({ ...bench.runDeps, idleMs: 60_000 })],
+      ["without notifications, polling", createWorker({ ...bench.runDeps, db: { ...db, listen: undefined }, idleMs: 50 })],
+    ];
+    for (const [label, worker] of workers) {
+      await worker.start();
+      await new Promise((resolve) => setTimeout(resolve, 200)); // its first claim found nothing: idle
+      const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+      const wallets = Array.from({ length: 15 }, (_, i) => liveFarcaster(8500 + i));
+      const id = (await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id;
+      const started = performance.now();
+      try {
+        while ((await statusOf(id)) !== "completed") {
+          assert.ok(performance.now() - started < 10_000, `${label}: the job was not run within 10 s`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await worker.stop();
+      }
+    }
+  });
+
+  test("completion bills what the chunks' checkpoints counted, or counts every wallet of a job that has no such count", async () => {
+    const { db } = get();
+    const matchedOf = async (id: string) => (await db.query<{ matched: number }>("SELECT matched FROM jobs WHERE id = $1", [id]))[0].matched;
+    const wallets = [...Array.from({ length: 12 }, (_, i) => liveFarcaster(8600 + i)), liveEns(8650), unknown(8660)];
+    for (const before13 of [false, true]) {
+      const customer = await createCustomer(db, { packs: [{ pack: "Agent", quantity: 10 }], now: clock.now() });
+      const id = (await expectStatus(await submit(bench.server, customer.apiKey, wallets), 202)).body.data.job_id;
+      // a job submitted before 00013_job_slices.sql has no count of its written chunks
+      if (before13) await db.query("UPDATE jobs SET matched_written = NULL WHERE id = $1", [id]);
+      assert.deepEqual(await bench.worker.runOnce(), { jobId: id, outcome: "completed" });
+      assert.equal(await matchedOf(id), 12, before13 ? "counted at completion" : "counted by the checkpoints");
+    }
   });
 });
