@@ -34,8 +34,8 @@ export interface JobRunDeps {
 }
 
 /**
- * Per stage, summed over every run of the job: wallets that entered it and time spent. `write`
- * is the chunks' write transactions, which overlap the next chunk's stages.
+ * Per stage, summed over the chunks written by every run of the job: wallets that entered it and
+ * time spent. `write` is the chunks' write transactions, which overlap the next chunks' stages.
  */
 export type StageStats = Partial<Record<Stage | "write", { wallets: number; ms: number }>>;
 
@@ -63,11 +63,11 @@ export const FAILED_JOB_MESSAGE = "The job failed and nothing was billed: submit
 const EMPTY_ROUTE = "live-check";
 
 /**
- * Chunks read and resolved ahead of the one being written. With one, the writer waited whenever a
- * chunk's stages ran longer than the write before it (an upstream answering late, the worker's
- * garbage collection), and the stages waited whenever a write did, so each side's slow moments
- * stalled the other on a machine whose two cores had CPU to spare at those moments; a second
- * chunk in hand absorbs them. Costs one more chunk's observations in memory (about 1 MB).
+ * Chunks read and resolved ahead of the one being written. With one, the write of a chunk waited
+ * whenever the next chunk's stages ran longer than the write before it (an upstream answering late,
+ * the worker collecting garbage, the machine busy elsewhere): the writes are the job's critical
+ * path, and a second chunk in hand keeps them going back to back. Costs one more chunk's
+ * observations in memory.
  */
 const LOOKAHEAD = 2;
 
