@@ -1,7 +1,7 @@
 // Runs a claimed job chunk by chunk through the stages index, cache, live and onchain, writing
 // what live sources find to the index, checkpointing after every chunk while the lease holds,
 // and completing with one debit keyed on the job (complete_job) or failing with none. Chunks
-// overlap: the next one is read and resolved while the one before it is written.
+// overlap: the next ones are read and resolved while the one before them is written.
 import type { Log } from "../observe/log.ts";
 import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
@@ -34,8 +34,8 @@ export interface JobRunDeps {
 }
 
 /**
- * Per stage, summed over every run of the job: wallets that entered it and time spent. `write`
- * is the chunks' write transactions, which overlap the next chunk's stages.
+ * Per stage, summed over the chunks written by every run of the job: wallets that entered it and
+ * time spent. `write` is the chunks' write transactions, which overlap the next chunks' stages.
  */
 export type StageStats = Partial<Record<Stage | "write", { wallets: number; ms: number }>>;
 
@@ -62,11 +62,22 @@ export const FAILED_JOB_MESSAGE = "The job failed and nothing was billed: submit
 
 const EMPTY_ROUTE = "live-check";
 
+/**
+ * Chunks read and resolved ahead of the one being written. With one, the write of a chunk waited
+ * whenever the next chunk's stages ran longer than the write before it (an upstream answering late,
+ * the worker collecting garbage, the machine busy elsewhere): the writes are the job's critical
+ * path, and a second chunk in hand keeps them going back to back. Costs one more chunk's
+ * observations in memory.
+ */
+const LOOKAHEAD = 2;
+
 /** A chunk read and through every stage, waiting for its write. */
 interface ResolvedChunk {
   at: number;
   addresses: string[];
   result: ChunkResult;
+  /** Its stages' figures, added to the job's when it is written. */
+  stats: StageStats;
 }
 
 /**
@@ -83,20 +94,23 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
   const { db, settings } = deps;
   let processed = job.processed;
   const stats: StageStats = { ...job.stageStats };
-  // the stage of the chunk being resolved, if any: what the job's row shows
+  // the stage last started by a chunk being resolved, if any: what the job's row shows
   let stage: Stage | null = null;
+  let resolving = 0;
 
   const held = (rows: unknown[]) => {
     if (rows.length === 0) throw new LeaseLost();
   };
-  const count = (name: Stage | "write", wallets: number, started: number) => {
-    const entry = (stats[name] ??= { wallets: 0, ms: 0 });
+  const count = (into: StageStats, name: Stage | "write", wallets: number, ms: number) => {
+    const entry = (into[name] ??= { wallets: 0, ms: 0 });
     entry.wallets += wallets;
-    entry.ms += Math.round(performance.now() - started);
+    entry.ms += ms;
   };
   // The stage is recorded (and the lease renewed) while the stage's work starts, not before it: a
   // lost lease is still found before anything is written, and both are settled before going on.
-  const timed = async <T>(next: Stage, wallets: number, fn: () => Promise<T>): Promise<T> => {
+  // A chunk's stage figures join the job's when it is written: a chunk resolved ahead and dropped
+  // (a stop, a lost lease) is resolved and counted again by whoever resumes.
+  const timedInto = (chunkStats: StageStats): Timed => async (next, wallets, fn) => {
     stage = next;
     const started = performance.now();
     const [recorded, result] = await settleAll([
@@ -104,7 +118,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
       fn(),
     ]);
     held(recorded);
-    count(next, wallets, started);
+    count(chunkStats, next, wallets, Math.round(performance.now() - started));
     metrics.workerWallets.inc({ stage: next }, wallets);
     return result;
   };
@@ -114,15 +128,20 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
       await db.query<{ address: string }>(sql("job_wallet_slices_select_range"), [job.id, at, settings.chunkSize])
     ).map((r) => r.address);
     if (addresses.length === 0) throw new Error(`job ${job.id} has no wallets at position ${at}`);
-    const result = await resolveChunk(deps, addresses, timed);
-    stage = null;
-    return { at, addresses, result };
+    const chunkStats: StageStats = {};
+    resolving++;
+    try {
+      const result = await resolveChunk(deps, addresses, timedInto(chunkStats));
+      return { at, addresses, result, stats: chunkStats };
+    } finally {
+      if (--resolving === 0) stage = null;
+    }
   };
 
   // One transaction: what the sources found, the cache, and the checkpoint, only while the lease
   // holds. Its statements are pipelined (sent without waiting for the answer before), in three
   // round trips: the chunk waits less on a worker busy resolving the next one.
-  const write = async ({ at, addresses, result }: ResolvedChunk) => {
+  const write = async ({ at, addresses, result, stats: chunkStats }: ResolvedChunk) => {
     const started = performance.now();
     await db.transaction(async (tx) => {
       const statements: Promise<unknown>[] = [tx.query(sql("reverse_pending_defer"), [job.id]), tx.query(sql("session_async_commit"))];
@@ -139,7 +158,8 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
       }
       if (result.observations.length > 0) statements.push(writeObservations(tx, result.observations, deps.now()));
       await settleAll(statements);
-      count("write", addresses.length, started);
+      for (const [name, s] of Object.entries(chunkStats)) count(stats, name as Stage, s.wallets, s.ms);
+      count(stats, "write", addresses.length, Math.round(performance.now() - started));
       held(
         await tx.query(sql("jobs_checkpoint"), [
           job.id,
@@ -156,13 +176,21 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     });
   };
 
-  // the chunk being resolved while another is written; always settled before runJob returns, so
-  // nothing it does (a stage checkpoint renewing the lease) lands after the job is given back
-  let next: Promise<ResolvedChunk> | undefined;
-  const start = (at: number) => {
-    next = resolve(at);
-    next.catch(() => {}); // awaited below; this only keeps a failure while a write runs from being unhandled
+  // the chunks being resolved while another is written, in job order; always settled before runJob
+  // returns, so nothing they do (a stage checkpoint renewing the lease) lands after the job is given back
+  const ahead: Array<Promise<ResolvedChunk>> = [];
+  let nextAt = processed;
+  // asked once before the first chunk and once per chunk taken for writing, as with one ahead
+  let stopping = false;
+  const fill = () => {
+    while (!stopping && ahead.length < LOOKAHEAD && nextAt < job.total) {
+      const chunk = resolve(nextAt);
+      chunk.catch(() => {}); // awaited below; this only keeps a failure while a write runs from being unhandled
+      ahead.push(chunk);
+      nextAt = Math.min(nextAt + settings.chunkSize, job.total);
+    }
   };
+  const settleAhead = () => Promise.all(ahead.splice(0).map((chunk) => chunk.catch(() => {})));
   // What the written chunks queued for reverse_entries is refreshed behind them, one pass at a time
   // beside the pipeline, and once more before the job ends: a single pass at the end took 6.4 s of
   // 100,000 wallets' job on its own. A failed pass is left for the next one (the queue stays).
@@ -174,17 +202,18 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
   };
 
   try {
-    if (processed < job.total) {
-      if (options.shouldStop?.()) return "stopped";
-      start(processed);
-    }
-    while (next) {
-      const ready = await next;
-      next = undefined;
-      const after = ready.at + ready.addresses.length;
-      if (after < job.total && !options.shouldStop?.()) start(after);
+    stopping = processed < job.total && (options.shouldStop?.() ?? false);
+    fill();
+    while (ahead.length > 0) {
+      const ready = await ahead[0];
+      ahead.shift();
+      // on a stop the chunk in hand is written and those behind it are dropped, as they were before
+      // there was more than one: a stop waits for one write, and they are resolved again on resume
+      stopping = options.shouldStop?.() ?? false;
+      if (stopping) await settleAhead();
+      else fill();
       await write(ready);
-      processed = after;
+      processed = ready.at + ready.addresses.length;
       flushBehind();
     }
     await flushing;
@@ -195,7 +224,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     deps.log(`job ${job.id}: completed, ${job.total} wallets, ${done.matched} matched (${JSON.stringify(stats)})`);
     return "completed";
   } catch (err) {
-    await next?.catch(() => {});
+    await settleAhead();
     await flushing;
     if (err instanceof LeaseLost) {
       deps.log(`job ${job.id}: lease lost at ${processed}/${job.total}; another worker carries on`);

@@ -36,7 +36,8 @@ eachDatabase("job leases and resume", (get) => {
     assert.deepEqual(mid.body.data.progress, { processed: 20, total: 45, stage: null });
     assert.equal(mid.body.data.wallets, undefined, "no results before completion");
     const askedBefore = bench.neynar.asked.flat().length;
-    assert.equal(askedBefore > 0, true);
+    // two chunks are resolved ahead of the write: the third (20-29) was asked, then dropped at the stop
+    assert.equal(askedBefore, 30);
 
     assert.equal(await claimJob(bench.runDeps, "worker-b"), null, "the lease still holds");
     clock.advance(61_000);
@@ -46,7 +47,12 @@ eachDatabase("job leases and resume", (get) => {
     assert.equal(second?.attempts, 2);
     assert.equal(second?.stageStats.index?.wallets, 20, "stage figures carried over from the first run");
     assert.equal(await runJob(bench.runDeps, second!), "completed");
-    assert.deepEqual(bench.neynar.asked.flat().slice(-25), wallets.slice(20), "resumed from the checkpoint, not from the start");
+    // chunks resolve two at a time, so their questions may interleave: compared as sets
+    assert.deepEqual(
+      bench.neynar.asked.flat().slice(-25).sort(),
+      wallets.slice(20).sort(),
+      "resumed from the checkpoint, not from the start",
+    );
 
     // the first worker wakes up and tries to carry on or complete: it no longer holds the job
     assert.equal(await runJob(bench.runDeps, first!), "lease_lost");
