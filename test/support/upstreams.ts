@@ -18,6 +18,8 @@ export interface Behaviour {
   delayMs?: number;
   /** The next n requests answer HTTP 500 (Infinity: all of them). */
   fail?: number;
+  /** Every request this picks (by its URL and body) answers HTTP 500. */
+  failWhen?: (url: string, body: string) => boolean;
   /** The next n requests answer HTTP 429 with Retry-After. */
   rateLimit?: number;
 }
@@ -39,7 +41,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
 }
 
 async function startFake(handle: (req: IncomingMessage, body: string, res: ServerResponse, asked: string[][]) => void): Promise<FakeUpstream> {
-  let behaviour: Required<Behaviour> = { delayMs: 0, fail: 0, rateLimit: 0 };
+  let behaviour: Required<Omit<Behaviour, "failWhen">> & Pick<Behaviour, "failWhen"> = { delayMs: 0, fail: 0, rateLimit: 0 };
   const fake: FakeUpstream = {
     url: "",
     asked: [],
@@ -57,6 +59,11 @@ async function startFake(handle: (req: IncomingMessage, body: string, res: Serve
       behaviour.rateLimit--;
       res.writeHead(429, { "content-type": "application/json", "retry-after": "0" });
       res.end(JSON.stringify({ message: "Rate limit exceeded", code: "RateLimitExceeded" }));
+      return;
+    }
+    if (behaviour.failWhen?.(req.url ?? "", body)) {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "Internal server error" }));
       return;
     }
     if (behaviour.fail > 0) {
