@@ -4,6 +4,8 @@
 /** One measured window of one case. */
 export interface RoundFigures {
   rps: number;
+  /** Seconds the load ran (autocannon's own clock); absent where the driver does not say. */
+  elapsedSeconds?: number;
   p50Ms: number;
   p99Ms: number;
   requests: number;

@@ -369,6 +369,7 @@ function autocannonDrive(url: string, connections: number, request: autocannon.R
     const result = await autocannon({ url, connections, duration: seconds, requests: [request] });
     return {
       rps: result.requests.average,
+      elapsedSeconds: result.duration,
       p50Ms: result.latency.p50,
       p99Ms: result.latency.p99,
       requests: result.requests.total,
@@ -475,7 +476,9 @@ const PAIR_SLICES = 2;
 async function measurePair(db: Db, pair: [BenchCase, BenchCase], seconds: number, round: number): Promise<[RoundFigures, RoundFigures]> {
   const arms = pair.map((c) => c.replicas ?? [c]);
   const processes = Math.max(arms[0].length, arms[1].length);
-  const slice = Math.max(1, Math.round(seconds / (PAIR_SLICES * processes)));
+  // at least 2 s: a slice starts with 32 connections being opened, and autocannon's per-second
+  // average of a 1-second run rests on one sample
+  const slice = Math.max(2, Math.round(seconds / (PAIR_SLICES * processes)));
   const slices: [RoundFigures[], RoundFigures[]] = [[], []];
   for (let i = 0; i < PAIR_SLICES; i++) {
     const turns: Array<[number, BenchCase]> = [];
@@ -491,8 +494,12 @@ function combineSlices(parts: RoundFigures[]): RoundFigures {
   const total = (f: (p: RoundFigures) => number | null) => (parts.some((p) => f(p) === null) ? null : parts.reduce((x, p) => x + f(p)!, 0));
   const statusCodes: Record<string, number> = {};
   for (const p of parts) for (const [code, n] of Object.entries(p.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  // requests over the seconds the slices ran, pooled: a mean of the slices' own rates would weigh
+  // a slice's start (its connections opened) as much in a short slice as in a long one
+  const elapsed = parts.every((p) => p.elapsedSeconds !== undefined) ? parts.reduce((x, p) => x + p.elapsedSeconds!, 0) : 0;
   return {
-    rps: parts.reduce((x, p) => x + p.rps, 0) / parts.length,
+    rps: elapsed > 0 ? requests / elapsed : parts.reduce((x, p) => x + p.rps, 0) / parts.length,
+    elapsedSeconds: elapsed > 0 ? elapsed : undefined,
     p50Ms: weighted((p) => p.p50Ms),
     p99Ms: weighted((p) => p.p99Ms),
     requests,
