@@ -468,6 +468,13 @@ async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigu
 const PAIR_SLICES = 2;
 
 /**
+ * Unmeasured load before each slice: a server of the pair has been idle through the other
+ * servers' turns and the other cases (long enough for V8 to shrink its heap), and spent up to 70%
+ * more CPU a request in a slice that started cold than the metered server does without pause.
+ */
+const SLICE_WARMUP_SECONDS = 1;
+
+/**
  * One round of two paired cases: every server process of each (its replicas) gets PAIR_SLICES
  * turns of `seconds / (PAIR_SLICES * processes)`, the two cases' processes interleaved and the
  * order flipping every turn. Per case its requests a second over all its slices, the
@@ -483,7 +490,10 @@ async function measurePair(db: Db, pair: [BenchCase, BenchCase], seconds: number
   for (let i = 0; i < PAIR_SLICES; i++) {
     const turns: Array<[number, BenchCase]> = [];
     for (let p = 0; p < processes; p++) for (const k of [0, 1]) if (arms[k][p]) turns.push([k, arms[k][p]]);
-    for (const [k, c] of (round + i) % 2 === 1 ? turns : turns.reverse()) slices[k].push(await measure(db, c, slice));
+    for (const [k, c] of (round + i) % 2 === 1 ? turns : turns.reverse()) {
+      await c.drive(SLICE_WARMUP_SECONDS);
+      slices[k].push(await measure(db, c, slice));
+    }
   }
   return [combineSlices(slices[0]), combineSlices(slices[1])];
 }
