@@ -19,8 +19,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../src/db/open.ts";
-import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
-import { createApiKey } from "../src/ledger/keys.ts";
+import { createBenchAccount, ensureBenchPlan } from "./bench-accounts.ts";
 import { benchAddress } from "./bench-index.ts";
 
 const DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${process.env.BENCH_DATABASE ?? "walletid_bench"}`;
@@ -107,17 +106,8 @@ async function main(): Promise<void> {
   let key: string;
   try {
     // an account on the bench's custom plan (no ceilings): every request is counted and billed
-    const now = new Date();
-    await db.query(
-      `INSERT INTO plans (name, rank, requests_per_minute, requests_per_day, requests_per_month, max_batch_size)
-       VALUES ('BenchCustom', 100, NULL, NULL, NULL, 1000) ON CONFLICT (name) DO NOTHING`,
-    );
-    const { accountId } = await createAccount(db, { now });
-    await db.query("UPDATE accounts SET plan_override = 'BenchCustom' WHERE id = $1", [accountId]);
-    await grantCredits(db, { accountId, pack: "Index", quantity: 40, grantKey: "instructions", now });
-    const created = await createApiKey(db, { accountId, name: "instructions", now });
-    if (!created.ok) throw new Error(`Cannot create the key: ${created.code}`);
-    key = created.apiKey;
+    await ensureBenchPlan(db);
+    key = (await createBenchAccount(db, "instructions", new Date())).apiKey;
   } finally {
     await db.close();
   }

@@ -33,8 +33,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import type { Db } from "../src/db/types.ts";
-import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
-import { createApiKey } from "../src/ledger/keys.ts";
+import { createBenchAccount, ensureBenchPlan, type BenchAccount } from "./bench-accounts.ts";
 import { startCpuWindow } from "./bench-cpu.ts";
 import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
 import { checkReverse, driveReverse } from "./bench-reverse.ts";
@@ -55,7 +54,6 @@ import {
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
-const BENCH_PLAN = "BenchCustom";
 const BATCH_SIZE = 50;
 const LARGE_BATCH_SIZE = 200;
 /** The accounts of the spread case: one key each, every request on a key drawn at random. */
@@ -133,11 +131,6 @@ function failCase(value: string): never {
 
 // ---- the bench accounts ---------------------------------------------------------------------
 
-interface BenchAccount {
-  accountId: string;
-  apiKey: string;
-}
-
 /**
  * A fresh ledger holding `count` accounts on an unlimited custom plan, fully metered, each with
  * credits to spare and one key.
@@ -145,24 +138,9 @@ interface BenchAccount {
 async function createBenchAccounts(db: Db, count: number, now: Date): Promise<BenchAccount[]> {
   // every run meters against the same empty ledger (CASCADE reaches keys, grants, debits, windows, usage)
   await db.exec("TRUNCATE accounts CASCADE");
-  // null limits never throttle, yet meter_call still counts every window and debits every match
-  await db.query(
-    `INSERT INTO plans (name, rank, requests_per_minute, requests_per_day, requests_per_month, max_batch_size)
-     VALUES ($1, 100, NULL, NULL, NULL, 1000)
-     ON CONFLICT (name) DO UPDATE SET rank = 100, requests_per_minute = NULL, requests_per_day = NULL,
-       requests_per_month = NULL, max_batch_size = 1000`,
-    [BENCH_PLAN],
-  );
+  await ensureBenchPlan(db);
   const accounts: BenchAccount[] = [];
-  for (let i = 0; i < count; i++) {
-    const { accountId } = await createAccount(db, { now });
-    await db.query("UPDATE accounts SET plan_override = $2 WHERE id = $1", [accountId, BENCH_PLAN]);
-    const grant = await grantCredits(db, { accountId, pack: "Index", quantity: 40, grantKey: "bench", now });
-    if (!grant.granted) throw new Error("Cannot set up the bench accounts: the credit grant was not written");
-    const key = await createApiKey(db, { accountId, name: "bench", now });
-    if (!key.ok) throw new Error(`Cannot set up the bench accounts: ${key.code}`);
-    accounts.push({ accountId, apiKey: key.apiKey });
-  }
+  for (let i = 0; i < count; i++) accounts.push(await createBenchAccount(db, "bench", now));
   return accounts;
 }
 

@@ -138,17 +138,7 @@ function readWalletRows(rows: IdentityRow[]): WalletRows {
         break;
       }
     }
-    if (!c) {
-      all.push({
-        kind: row.kind,
-        value: row.value,
-        classes: row.class ? [row.class] : [],
-        attested: row.class !== null && ATTESTED.has(row.class),
-        routes: [row],
-        newest: Math.max(0, row.observed_at?.getTime() ?? 0),
-      });
-      continue;
-    }
+    if (!c) all.push((c = { kind: row.kind, value: row.value, classes: [], attested: false, routes: [], newest: 0 }));
     if (row.class) {
       if (!c.classes.includes(row.class)) c.classes.push(row.class);
       if (ATTESTED.has(row.class)) c.attested = true;
