@@ -59,11 +59,12 @@ const LARGE_BATCH_SIZE = 200;
 /** The accounts of the spread case: one key each, every request on a key drawn at random. */
 const SPREAD_ACCOUNTS = 100;
 /**
- * Server processes of each configuration in the logging comparison (see BenchCase.replicas): with
- * three, runs measured 3.9, 2.9, 8.5 and 3.7% while callgrind counts the same instructions per
- * request with and without (README, "The logging comparison"): the spread is the processes'.
+ * Processes of the logging comparison, each serving the app with the access log and metrics on one
+ * port and without them on another (scripts/bench-logging.ts; see BenchCase.replicas). Separate
+ * processes per configuration differ by themselves: with five of each, runs measured anything from
+ * -1.0 to 6.1% (README, "The logging comparison").
  */
-const TWIN_PROCESSES = 5;
+const LOGGING_PROCESSES = 4;
 
 const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
 type Group = (typeof GROUPS)[number];
@@ -172,6 +173,12 @@ interface ChildServer {
   /** Why the server stopped before it was asked to, if it did. */
   failure(): string | undefined;
   stop(): Promise<void>;
+}
+
+/** A process of the logging comparison: its two ports, with the access log and metrics and without. */
+interface LoggingServer {
+  observed: ChildServer;
+  quiet: ChildServer;
 }
 
 function freePort(): Promise<number> {
@@ -328,9 +335,11 @@ interface BenchCase {
    */
   pairedWith?: CaseId;
   /**
-   * The same case on several identical server processes, measured in turn and reported as one:
-   * two processes of one configuration differ by up to 14% in CPU per request for their whole
-   * life (measured: four identical servers, 150 to 171 µs), more than the 5% a pair must resolve.
+   * The same case on several server processes, measured in turn and reported as one; a paired
+   * case's replica p runs in the same process as its partner's replica p. Two processes started
+   * alike differ by up to 14% in CPU per request for their whole life (measured: four identical
+   * servers, 150 to 171 µs), more than the 5% a pair must resolve: compared within each process,
+   * that difference falls on both cases alike.
    */
   replicas?: BenchCase[];
 }
@@ -359,7 +368,7 @@ function autocannonDrive(url: string, connections: number, request: autocannon.R
 
 /** The lookup cases: each GET /wallet draws its address, each batch its wallets, per request. */
 function lookupCases(
-  servers: { bare: ChildServer; baseline: ChildServer; real: ChildServer; observed: ChildServer[]; quiet: ChildServer[]; before?: ChildServer },
+  servers: { bare: ChildServer; baseline: ChildServer; real: ChildServer; logging: LoggingServer[]; before?: ChildServer },
   keys: { single: string; spread: string[] },
   settings: Settings,
 ): BenchCase[] {
@@ -388,7 +397,7 @@ function lookupCases(
       path: `/api/v1/wallet/${randomWallet(wallets)}`,
     }),
   };
-  const { bare, baseline, real, observed, quiet, before } = servers;
+  const { bare, baseline, real, logging, before } = servers;
   const twins = (id: CaseId, label: string, processes: ChildServer[], pairedWith: CaseId): BenchCase => {
     const replicas = processes.map((server) => http(id, label, server, { request: single(bearer(keys.single)) }));
     return { ...replicas[0], pairedWith, replicas };
@@ -406,10 +415,10 @@ function lookupCases(
       wallets: LARGE_BATCH_SIZE,
       connections: 1,
     }),
-    // the two servers of the logging comparison serve nothing else, so nothing but the logging
-    // and metrics differs between them (not even what the batches above left in a heap)
-    twins("metered-observed", `metered GET /wallet, access log and metrics on (${observed.length} servers)`, observed, "metered-quiet"),
-    twins("metered-quiet", `metered GET /wallet, the same servers with them off (${quiet.length} servers)`, quiet, "metered-observed"),
+    // the processes of the logging comparison serve nothing else, so nothing but the logging and
+    // metrics differs between their two ports (not even what the batches above left in a heap)
+    twins("metered-observed", `metered GET /wallet, access log and metrics on (${logging.length} processes)`, logging.map((l) => l.observed), "metered-quiet"),
+    twins("metered-quiet", `metered GET /wallet, the same processes with them off`, logging.map((l) => l.quiet), "metered-observed"),
     ...(before
       ? [
           http("metered-before", "metered GET /wallet, 1 account (before)", before, { request: single(bearer(keys.single)) }),
@@ -442,39 +451,49 @@ async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigu
   return { ...figures, ...(await window.stop()) };
 }
 
-/** Slices of a round for two paired cases, per server process of each. */
-const PAIR_SLICES = 2;
+/** Slices of each case of a pair, per process and round. */
+const PAIR_SLICES = 4;
 
 /**
- * Unmeasured load before each slice: a server of the pair has been idle through the other
- * servers' turns and the other cases (long enough for V8 to shrink its heap). With slices that
- * started cold, the pair's servers spent 225 to 320 µs of CPU a request where the metered server,
- * never idle for long, spent 138 in the same run.
+ * Unmeasured load of each case of a pair before a process's first slice in a round: the process
+ * has been idle through the other processes' turns and the other cases (long enough for V8 to
+ * shrink its heap). With slices that started cold, servers spent 225 to 320 µs of CPU a request
+ * where the metered server, never idle for long, spent 138 in the same run.
  */
-const SLICE_WARMUP_SECONDS = 1;
+const PROCESS_WARMUP_SECONDS = 1;
 
 /**
- * One round of two paired cases: every server process of each (its replicas) gets PAIR_SLICES
- * turns of `seconds / (PAIR_SLICES * processes)`, the two cases' processes interleaved and the
- * order flipping every turn. Per case its requests a second over all its slices, the
- * request-weighted mean of the slices' latency percentiles, and the sums of everything else.
+ * One round of two paired cases whose replicas share processes: process by process, after a
+ * warm-up of both, PAIR_SLICES slices of each case of `seconds / (PAIR_SLICES * processes)`,
+ * alternating, the first flipping with the process and the round. Per case its requests a second
+ * over all its slices, the request-weighted mean of the slices' latency percentiles, and the sums
+ * of everything else.
  */
-async function measurePair(db: Db, pair: [BenchCase, BenchCase], seconds: number, round: number): Promise<[RoundFigures, RoundFigures]> {
+async function measurePair(
+  db: Db,
+  pair: [BenchCase, BenchCase],
+  seconds: number,
+  round: number,
+): Promise<{ figures: [RoundFigures, RoundFigures]; byProcess: number[] }> {
   const arms = pair.map((c) => c.replicas ?? [c]);
-  const processes = Math.max(arms[0].length, arms[1].length);
+  const processes = Math.min(arms[0].length, arms[1].length);
   // at least 2 s: a slice starts with 32 connections being opened, and autocannon's per-second
   // average of a 1-second run rests on one sample
   const slice = Math.max(2, Math.round(seconds / (PAIR_SLICES * processes)));
   const slices: [RoundFigures[], RoundFigures[]] = [[], []];
-  for (let i = 0; i < PAIR_SLICES; i++) {
-    const turns: Array<[number, BenchCase]> = [];
-    for (let p = 0; p < processes; p++) for (const k of [0, 1]) if (arms[k][p]) turns.push([k, arms[k][p]]);
-    for (const [k, c] of (round + i) % 2 === 1 ? turns : turns.reverse()) {
-      await c.drive(SLICE_WARMUP_SECONDS);
-      slices[k].push(await measure(db, c, slice));
+  for (let p = 0; p < processes; p++) {
+    for (const k of [0, 1]) await arms[k][p].drive(PROCESS_WARMUP_SECONDS);
+    for (let i = 0; i < 2 * PAIR_SLICES; i++) {
+      const k = (round + p + i) % 2;
+      slices[k].push(await measure(db, arms[k][p], slice));
     }
   }
-  return [combineSlices(slices[0]), combineSlices(slices[1])];
+  // each process's own ratio of the first case's req/s to the second's
+  const byProcess = Array.from({ length: processes }, (_, p) => {
+    const [a, b] = slices.map((all) => combineSlices(all.slice(p * PAIR_SLICES, (p + 1) * PAIR_SLICES)));
+    return a.rps / b.rps;
+  });
+  return { figures: [combineSlices(slices[0]), combineSlices(slices[1])], byProcess };
 }
 
 function combineSlices(parts: RoundFigures[]): RoundFigures {
@@ -514,9 +533,15 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
     for (const c of round % 2 === 1 ? cases : [...cases].reverse()) {
       if (measured.has(c.id)) continue;
       const partner = cases.find((x) => x.id === c.pairedWith);
-      const figures: Array<[BenchCase, RoundFigures]> = partner
-        ? (await measurePair(db, [c, partner], settings.durationSeconds, round)).map((f, i) => [[c, partner][i], f])
-        : [[c, await measure(db, c, settings.durationSeconds)]];
+      let figures: Array<[BenchCase, RoundFigures]>;
+      let byProcess: number[] = [];
+      if (partner) {
+        const paired = await measurePair(db, [c, partner], settings.durationSeconds, round);
+        figures = paired.figures.map((f, i) => [[c, partner][i], f]);
+        byProcess = paired.byProcess;
+      } else {
+        figures = [[c, await measure(db, c, settings.durationSeconds)]];
+      }
       for (const [done, f] of figures) {
         measured.add(done.id);
         runs.get(done.id)!.push(f);
@@ -525,6 +550,7 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
             `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
         );
       }
+      if (byProcess.length > 0) log(`  round ${round}  ${c.id} / ${partner!.id}, req/s in each process: ${byProcess.map((r) => r.toFixed(3)).join(", ")}`);
     }
   }
   return cases.map((c) => summarizeCase(c, runs.get(c.id)!));
@@ -606,19 +632,32 @@ async function main(): Promise<number> {
     const retryForMs = settings.serverWaitMinutes * 60_000;
     const start = (name: string, entry: string, serverEnv: Record<string, string>) => startServer(name, entry, serverEnv, { retryForMs, log });
 
-    // the metered servers run without logs or metrics; the logging comparison has servers of its
-    // own, TWIN_PROCESSES with both (an access line per request, to its log file under .bench/)
-    // and as many with neither, measured side by side
+    // the metered servers run without logs or metrics; the logging comparison has processes of
+    // its own, LOGGING_PROCESSES each serving the app with both (an access line per request, to
+    // its log file under .bench/) and without, measured side by side
+    const startLogging = async (i: number): Promise<ChildServer> => {
+      const quietPort = await freePort();
+      // half the processes create the app with the access log and metrics first, half the other:
+      // the app created first serves faster (scripts/bench-logging.ts)
+      const first = i % 2 === 1 ? "observed" : "quiet";
+      const observed = await start(`logging-${i}`, "scripts/bench-logging.ts", { ...env, QUIET_PORT: String(quietPort), FIRST: first });
+      const quiet = { ...observed, name: `logging-${i}-quiet`, url: `http://127.0.0.1:${quietPort}`, stop: async () => {} };
+      loggingServers.push({ observed, quiet });
+      // the port created second may open after PORT answered
+      if ((await waitHealthy(quiet.url, new Promise(() => {}), 60_000)) !== "healthy") {
+        await observed.stop();
+        throw new Error(`Cannot start the logging server: ${quiet.url} did not answer GET /healthz`);
+      }
+      return observed;
+    };
+    const loggingServers: LoggingServer[] = [];
     const started = await Promise.allSettled([
       ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
       ...(runs("lookup")
         ? [
             start("bare", "scripts/bench-bare.ts", env),
             start("baseline", "scripts/bench-baseline.ts", env),
-            ...Array.from({ length: TWIN_PROCESSES }, (_, i) => [
-              start(`observed-${i + 1}`, settings.serverEntry, { ...env, LOG_LEVEL: "info", METRICS: "on" }),
-              start(`quiet-${i + 1}`, settings.serverEntry, { ...env, LOG_LEVEL: "silent", METRICS: "off" }),
-            ]).flat(),
+            ...Array.from({ length: LOGGING_PROCESSES }, (_, i) => startLogging(i + 1)),
             ...(settings.beforeEntry ? [start("before", settings.beforeEntry, env)] : []),
           ]
         : []),
@@ -631,12 +670,11 @@ async function main(): Promise<number> {
     const cases: BenchCase[] = [];
     if (runs("lookup")) {
       const [bare, baseline] = [byName("bare")!, byName("baseline")!];
-      const observed = servers.filter((s) => s.name.startsWith("observed-"));
-      const quiet = servers.filter((s) => s.name.startsWith("quiet-"));
+      const logging = [...loggingServers].sort((a, b) => a.observed.name.localeCompare(b.observed.name));
       const problems = await checkSameAnswers({ real: real!.url, baseline: baseline.url, bare: bare.url }, keys, settings.wallets);
       if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
       for (const p of problems) log(`WARNING: ${p}`);
-      cases.push(...lookupCases({ bare, baseline, real: real!, observed, quiet, before: byName("before") }, keys, settings));
+      cases.push(...lookupCases({ bare, baseline, real: real!, logging, before: byName("before") }, keys, settings));
     }
     if (runs("reverse")) {
       const holders = await checkReverse({ url: real!.url, apiKey: keys.single, handle: CROWD_HANDLE });
