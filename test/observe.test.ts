@@ -44,6 +44,20 @@ describe("the logger", () => {
       assert.equal(new Date(Date.parse(line.time)).toISOString(), line.time);
       assert.ok(Date.parse(line.time) >= before && Date.parse(line.time) <= after, `${line.time} within the test`);
     }
+
+  test("an access line stays one JSON object whatever its ids hold", () => {
+    const out: string[] = [];
+    const logger = createLogger({ level: "info", write: (t) => out.push(t) });
+    const ids = ['quote"d', "back\\slash", "new\nline", "tab\there", "é-ü", "0191e4c2-9a1f-7b3c-8d2e-5f6a7b8c9d0e", "a/b:c@d.e+f=g h-_"];
+    for (const id of ids) {
+      logger.access({ request_id: id, method: "GET", route: "/healthz", status: 200, duration_ms: 1.25, account_id: id, units: 2, matches: 1, outcome: "ok" });
+    }
+    logger.flush();
+    const lines = out.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => l.request_id), ids);
+    assert.deepEqual(lines.map((l) => l.account_id), ids);
+    assert.deepEqual(lines.map((l) => [l.units, l.matches, l.duration_ms]), ids.map(() => [2, 1, 1.25]));
+  });
   });
 
   test("lines are written in batches, and the pretty format reads as text", async () => {

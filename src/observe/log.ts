@@ -39,6 +39,17 @@ export function redact(text: string): string {
   return out;
 }
 
+/** Text JSON writes as is: no quote, backslash, control or non-ASCII character. */
+const PLAIN = /^[\w .:@/+=-]*$/;
+
+/**
+ * A string as JSON: ids (UUIDs, the request ids kept) are quoted as they are, which one regular
+ * expression test tells apart at a quarter of what JSON.stringify costs them.
+ */
+function jsonString(text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+
 export interface AccessFields {
   request_id: string;
   method: string;
@@ -159,9 +170,9 @@ export function createLogger(options: LoggerOptions): Logger {
       }
       const spent = fields.account_id === undefined
         ? ""
-        : `,"account_id":${JSON.stringify(fields.account_id)},"units":${fields.units ?? 0},"matches":${fields.matches ?? 0}`;
+        : `,"account_id":${jsonString(fields.account_id)},"units":${fields.units ?? 0},"matches":${fields.matches ?? 0}`;
       push(
-        `{"time":"${timeText()}","level":"info","msg":"request","request_id":${JSON.stringify(requestId)},` +
+        `{"time":"${timeText()}","level":"info","msg":"request","request_id":${jsonString(requestId)},` +
           `"method":${quoted(fields.method)},"route":${quoted(fields.route)},"status":${fields.status},` +
           `"duration_ms":${fields.duration_ms}${spent},"outcome":${quoted(fields.outcome)}}\n`,
       );
