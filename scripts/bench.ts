@@ -550,7 +550,11 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
             `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
         );
       }
-      if (byProcess.length > 0) log(`  round ${round}  ${c.id} / ${partner!.id}, req/s in each process: ${byProcess.map((r) => r.toFixed(3)).join(", ")}`);
+      if (byProcess.length > 0) {
+        // in the order the cases are listed, whichever the round measured first
+        const [a, b, ratios] = cases.indexOf(c) < cases.indexOf(partner!) ? [c, partner!, byProcess] : [partner!, c, byProcess.map((r) => 1 / r)];
+        log(`  round ${round}  ${a.id} / ${b.id}, req/s in each process: ${ratios.map((r) => r.toFixed(3)).join(", ")}`);
+      }
     }
   }
   return cases.map((c) => summarizeCase(c, runs.get(c.id)!));
