@@ -1,14 +1,14 @@
 // The server of the bench's logging comparison (scripts/bench.ts): one process serving the real app
 // twice, on PORT with the access log (LOG_LEVEL=info, to stdout) and request metrics on, and on
 // QUIET_PORT with both off (LOG_LEVEL=silent, METRICS=off), each app with its own database pool,
-// wired as src/main.ts wires it on Node. Two configurations in one process, because processes
+// built by createApp as src/main.ts builds it on Node (without the peer address and Node's gzip,
+// which the compared GET /wallet never uses). Two configurations in one process, because processes
 // started alike differ by up to 14% in CPU per request for their whole life: compared within one
 // process, that difference falls on both alike (README, "The logging comparison"). The app created
 // first serves faster: with both configured alike, the second answered 0.92-1.00 of the first's
 // requests a second in seven processes. FIRST (observed or quiet) says which is created first; the
 // bench gives half its processes each order.
 import process from "node:process";
-import { lookup } from "node:dns/promises";
 import { serve } from "@hono/node-server";
 import { readConfig, type Config } from "../src/config.ts";
 import { createApp, type App } from "../src/app.ts";
@@ -17,7 +17,6 @@ import type { Db } from "../src/db/types.ts";
 import { useBodySource } from "../src/http/body.ts";
 import { readNodeBody, rememberIncoming } from "../src/node-body.ts";
 import { createLogger, type Logger } from "../src/observe/log.ts";
-import { peerAddress, runtimeGzip, stdoutWriter } from "../src/runtime.ts";
 import { configuredSources } from "../src/sources/index.ts";
 
 interface Served {
@@ -28,9 +27,8 @@ interface Served {
 }
 
 async function serveApp(config: Config, port: number): Promise<Served> {
-  const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: stdoutWriter() });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: (text) => void process.stdout.write(text) });
   const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, timeouts: config.databaseTimeouts });
-  const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
   const app = createApp({
     db,
     config,
@@ -38,9 +36,6 @@ async function serveApp(config: Config, port: number): Promise<Served> {
     log: logger.log,
     logger,
     sources: configuredSources(config, logger.log),
-    peerAddress,
-    resolveHost,
-    gzip: runtimeGzip(),
   });
   const fetch = async (req: Request, env?: unknown) => {
     rememberIncoming(req, env);

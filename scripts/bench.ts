@@ -536,8 +536,10 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
       let figures: Array<[BenchCase, RoundFigures]>;
       let byProcess: number[] = [];
       if (partner) {
-        const paired = await measurePair(db, [c, partner], settings.durationSeconds, round);
-        figures = paired.figures.map((f, i) => [[c, partner][i], f]);
+        // in the order the cases are listed: measurePair flips which goes first by itself
+        const pair: [BenchCase, BenchCase] = cases.indexOf(c) < cases.indexOf(partner) ? [c, partner] : [partner, c];
+        const paired = await measurePair(db, pair, settings.durationSeconds, round);
+        figures = paired.figures.map((f, i) => [pair[i], f]);
         byProcess = paired.byProcess;
       } else {
         figures = [[c, await measure(db, c, settings.durationSeconds)]];
@@ -550,11 +552,7 @@ async function runRounds(db: Db, cases: BenchCase[], settings: Settings, log: (l
             `server ${micros(f.serverMicros, f.requests)} µs/req  PG ${micros(f.postgresMicros, f.requests)} µs/req`,
         );
       }
-      if (byProcess.length > 0) {
-        // in the order the cases are listed, whichever the round measured first
-        const [a, b, ratios] = cases.indexOf(c) < cases.indexOf(partner!) ? [c, partner!, byProcess] : [partner!, c, byProcess.map((r) => 1 / r)];
-        log(`  round ${round}  ${a.id} / ${b.id}, req/s in each process: ${ratios.map((r) => r.toFixed(3)).join(", ")}`);
-      }
+      if (byProcess.length > 0) log(`  round ${round}  ${figures[0][0].id} / ${figures[1][0].id}, req/s in each process: ${byProcess.map((r) => r.toFixed(3)).join(", ")}`);
     }
   }
   return cases.map((c) => summarizeCase(c, runs.get(c.id)!));
@@ -639,6 +637,7 @@ async function main(): Promise<number> {
     // the metered servers run without logs or metrics; the logging comparison has processes of
     // its own, LOGGING_PROCESSES each serving the app with both (an access line per request, to
     // its log file under .bench/) and without, measured side by side
+    const loggingServers: LoggingServer[] = [];
     const startLogging = async (i: number): Promise<ChildServer> => {
       const quietPort = await freePort();
       // half the processes create the app with the access log and metrics first, half the other:
@@ -654,7 +653,6 @@ async function main(): Promise<number> {
       }
       return observed;
     };
-    const loggingServers: LoggingServer[] = [];
     const started = await Promise.allSettled([
       ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
       ...(runs("lookup")
