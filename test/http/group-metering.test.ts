@@ -109,6 +109,34 @@ eachDatabase("group-committed metering", (get) => {
     assert.equal(keys.size, 1, "the group wrote one debit per account under one key");
   });
 
+  test("an unknown key, a revoked key, an unmetered and a metered account in one group: each answered as alone", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const unmetered = await customer(0);
+    await db.query("UPDATE accounts SET unmetered = true WHERE id = $1", [unmetered.accountId]);
+    const metered = await customer(1);
+    const revoked = await customer(1);
+    await db.query("UPDATE api_keys SET revoked_at = $2 WHERE id = $1", [revoked.keyId, clock.now()]);
+    const unknown = await sha256Hex("wid_live_not_a_key_anyone_holds");
+    const settled = await meterGroup(db, [
+      { digest: unknown, options: lookup(billable(300)) },
+      { digest: revoked.digest, options: lookup(billable(301)) },
+      ...[302, 303, 304].map((i) => ({ digest: unmetered.digest, options: lookup(billable(i)) })),
+      ...[305, 306].map((i) => ({ digest: metered.digest, options: lookup(billable(i)) })),
+    ]);
+    for (const r of settled.slice(0, 2)) assert.equal(refusalOf(r).status, 401);
+    const free = settled.slice(2, 5).map(okOf);
+    assert.deepEqual(free.map((m) => [m.accountId, m.unmetered, m.available, m.matched]), [302, 303, 304].map(() => [unmetered.accountId, true, null, 1]));
+    assert.deepEqual(free.map((m) => m.identities[0]?.address), [302, 303, 304].map((i) => billable(i)), "each call its own identity rows");
+    const billed = settled.slice(5).map(okOf);
+    assert.deepEqual(billed.map((m) => [m.accountId, m.available, m.windows[0].used]), [[metered.accountId, 12, 1], [metered.accountId, 11, 2]]);
+    assert.deepEqual(await debitsOf(db, unmetered.accountId), [], "an unmetered account is never debited");
+    assert.equal((await rateWindowOf(db, unmetered.accountId))?.minute_used, 3, "its calls still count in its windows");
+    assert.deepEqual((await debitsOf(db, metered.accountId)).map((d) => d.matches), [2]);
+    assert.deepEqual(await debitsOf(db, revoked.accountId), [], "a revoked key bills nothing");
+    assert.equal(await rateWindowOf(db, revoked.accountId), undefined, "nor counts anything");
+  });
+
   test("refusals inside a group are exact and free; the other calls succeed and are billed exactly", async () => {
     const { db } = get();
     clock.advance(60_000);
