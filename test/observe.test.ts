@@ -44,6 +44,7 @@ describe("the logger", () => {
       assert.equal(new Date(Date.parse(line.time)).toISOString(), line.time);
       assert.ok(Date.parse(line.time) >= before && Date.parse(line.time) <= after, `${line.time} within the test`);
     }
+  });
 
   test("an access line stays one JSON object whatever its ids hold", () => {
     const out: string[] = [];
@@ -57,7 +58,6 @@ describe("the logger", () => {
     assert.deepEqual(lines.map((l) => l.request_id), ids);
     assert.deepEqual(lines.map((l) => l.account_id), ids);
     assert.deepEqual(lines.map((l) => [l.units, l.matches, l.duration_ms]), ids.map(() => [2, 1, 1.25]));
-  });
   });
 
   test("lines are written in batches, and the pretty format reads as text", async () => {
