@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import process from "node:process";
 import { lookup } from "node:dns/promises";
 import { gzip } from "node:zlib";
+import { setFlagsFromString } from "node:v8";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import type { Gzip } from "./http/compress.ts";
@@ -103,7 +104,21 @@ function describe(reason: unknown): string {
   return reason instanceof Error ? (reason.stack ?? reason.message) : String(reason);
 }
 
+/**
+ * Node: V8 decides once, per allocation site, to allocate straight into the old generation the
+ * objects of a site whose objects survived a minor GC, and keeps to it. postgres.js builds every
+ * row of every statement at one site; once the rows in flight at a few scavenges got the site
+ * tenured, every row of every later statement went to the old generation and lived until a major
+ * GC (metered GET /wallet: 1 MB promoted per scavenge against 0.1 MB without it, 8-12% less server
+ * CPU a request). Our objects live for one request: no site is worth pretenuring.
+ */
+function noPretenuring(): void {
+  if ("Deno" in globalThis || "Bun" in globalThis) return;
+  setFlagsFromString("--no-allocation-site-pretenuring");
+}
+
 async function main(): Promise<void> {
+  noPretenuring();
   const config = readConfig(process.env);
   if (!config.databaseUrl && process.env.REQUIRE_DATABASE_URL === "1") {
     throw new Error("Cannot start: set DATABASE_URL to a postgres:// URL (this image has no embedded database)");
