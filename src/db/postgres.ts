@@ -46,12 +46,13 @@ function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullab
       const box: { rows: T[] | null } = { rows: [] };
       const statement = conn.sql
         .unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true })
-        .forEach((row) => void box.rows!.push(row as unknown as T));
+        // a row arriving after the deadline gave the statement up finds the box gone: dropped, not
+        // a TypeError inside the driver's message loop
+        .forEach((row) => void box.rows?.push(row as unknown as T));
       metrics.dbInFlight.value++;
       try {
         await withDeadline(statement, conn.deadlineMs, conn.onStuck);
-        const rows = box.rows!;
-        return rows;
+        return box.rows!;
       } finally {
         box.rows = null;
         metrics.dbInFlight.value--;
