@@ -24,4 +24,4 @@ EXPOSE 8787
 # /healthz runs a statement on the database: 200 when it answers, 503 when it does not
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "--min-semi-space-size=16", "--import", "tsx", "src/main.ts"]

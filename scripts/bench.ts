@@ -50,6 +50,7 @@ import {
   type CaseSummary,
   type RoundFigures,
 } from "./bench-report.ts";
+import { serverNodeFlags } from "../test/support/process.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -206,7 +207,8 @@ function spawnServer(entry: string, env: Record<string, string>) {
   mkdirSync(join(ROOT, ".bench"), { recursive: true });
   const logPath = join(ROOT, ".bench", `server-${env.PORT}.log`);
   const fd = openSync(logPath, "w");
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  // every server, the references too, with the Node options npm start gives the service
+  const child = spawn(process.execPath, [...serverNodeFlags(), "--import", "tsx", entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", fd, fd],

@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { createPostgresDatabase } from "./support/db.ts";
 import { freePort } from "./support/ports.ts";
+import { serverNodeFlags } from "./support/process.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const run = promisify(execFile);
@@ -105,6 +106,12 @@ describe("Dockerfile", () => {
     assert.ok(!["root", "0", "0:0"].includes(users.at(-1)!), `the image runs as ${users.at(-1)}, not root`);
     const afterUser = final.slice(final.findLastIndex((i) => i.keyword === "USER"));
     assert.ok(afterUser.some((i) => i.keyword === "CMD" || i.keyword === "ENTRYPOINT"), "the command runs after USER");
+  });
+
+  test("its CMD starts the server with the Node options npm start gives it", () => {
+    const argv: string[] = JSON.parse(final.findLast((i) => i.keyword === "CMD")!.args);
+    assert.deepEqual(argv, ["node", ...serverNodeFlags(), "--import", "tsx", "src/main.ts"]);
+    assert.ok(serverNodeFlags().includes("--min-semi-space-size=16"), `npm start: ${pkg.scripts.start}`);
   });
 
   test("installs production dependencies only, from the lockfile", () => {

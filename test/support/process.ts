@@ -19,6 +19,20 @@ export function workerArgs(): string[] {
   return args;
 }
 
+/**
+ * The Node options `npm start` runs the server with (`tsx <options> src/main.ts` in package.json),
+ * for spawn(process.execPath, [...options, "--import", "tsx", entry]): the bench and the Dockerfile
+ * start it with the same ones.
+ */
+export function serverNodeFlags(): string[] {
+  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start;
+  const [command, ...args] = script.split(" ");
+  if (command !== "tsx" || args.at(-1) !== "src/main.ts") {
+    throw new Error(`Cannot start the server as npm start does: its script is not tsx <options> src/main.ts (${script})`);
+  }
+  return args.slice(0, -1);
+}
+
 export interface Running {
   url: string;
   port: number;
