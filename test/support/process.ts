@@ -13,10 +13,16 @@ export const BIN = join(ROOT, "node_modules", ".bin");
  * heap cap) and the bundling launcher, read from package.json so tests and the bench run the same.
  */
 export function workerArgs(): string[] {
-  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.worker;
-  const [command, ...args] = script.split(" ");
+  const { script, command, args } = npmScript("worker");
   if (command !== "node") throw new Error(`Cannot start the worker as npm run worker does: its script is not a node command (${script})`);
   return args;
+}
+
+/** A package.json script, split into its command and arguments. */
+function npmScript(name: string): { script: string; command: string; args: string[] } {
+  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts[name];
+  const [command, ...args] = script.split(" ");
+  return { script, command, args };
 }
 
 /**
@@ -25,8 +31,7 @@ export function workerArgs(): string[] {
  * start it with the same ones.
  */
 export function serverNodeFlags(): string[] {
-  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start;
-  const [command, ...args] = script.split(" ");
+  const { script, command, args } = npmScript("start");
   if (command !== "tsx" || args.at(-1) !== "src/main.ts") {
     throw new Error(`Cannot start the server as npm start does: its script is not tsx <options> src/main.ts (${script})`);
   }
