@@ -6,7 +6,9 @@ import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { gunzipSync, gzip } from "node:zlib";
 import { chooseEncoding, compressResponse } from "../../src/http/compress.ts";
-import { eachDatabase } from "../support/db.ts";
+import { openDatabase } from "../../src/db/open.ts";
+import { eachDatabase, TEST_TIMEOUTS } from "../support/db.ts";
+import { startMainServer, type Running } from "../support/process.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "../support/server.ts";
 import { address, debitsOf, importIndex } from "../support/http.ts";
 
@@ -18,7 +20,7 @@ interface Raw {
   body: Buffer;
 }
 
-function raw(server: TestServer, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Raw> {
+function raw(server: { url: string }, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(server.url + path, { method: options.method ?? "GET", headers: options.headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -173,5 +175,66 @@ eachDatabase("compression and validators", (get) => {
     assert.equal(again.headers.etag, tag);
     const unauthenticated = await raw(server, "/api/v1/stats", { headers: { "If-None-Match": tag } });
     assert.equal(unauthenticated.status, 401, "a validator does not stand in for a key");
+  });
+});
+
+// npm start's server hands compressResponse zlib's gzip (src/main.ts): bodies up to 64 KiB are
+// deflated on the event loop, larger ones in the thread pool. Both come out whole.
+describe("npm start's server (Node): gzip on both sides of the 64 KiB it deflates on the event loop", () => {
+  let server: Running;
+  let stop: () => Promise<void>;
+  let key: string;
+  const wallets = Array.from({ length: 20 }, (_, i) => address(i + 1, "e"));
+
+  before(async () => {
+    let databaseUrl: string;
+    ({ server, databaseUrl, stop } = await startMainServer());
+    const db = await openDatabase({ databaseUrl, max: 2, timeouts: TEST_TIMEOUTS });
+    try {
+      await importIndex(
+        db,
+        wallets.map((wallet, i) => ({ wallet, kind: "ens", route: "ens-primary", name: `zipped${i}.eth` })),
+        new Date(),
+      );
+      ({ apiKey: key } = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() }));
+    } finally {
+      await db.close();
+    }
+  });
+  after(async () => {
+    await stop?.();
+  });
+
+  const same = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: string }, size: (n: number) => boolean) => {
+    const plain = await raw(server, path, init);
+    assert.equal(plain.status, 200, plain.body.toString().slice(0, 300));
+    assert.equal(plain.headers["content-encoding"], undefined);
+    assert.ok(size(plain.body.length), `${path}: ${plain.body.length} bytes is not on the side of 64 KiB this test is for`);
+    const gzipped = await raw(server, path, { ...init, headers: { ...init.headers, "Accept-Encoding": "gzip" } });
+    assert.equal(gzipped.status, 200);
+    assert.equal(gzipped.headers["content-encoding"], "gzip");
+    assert.equal(Number(gzipped.headers["content-length"]), gzipped.body.length);
+    assert.ok(gzipped.body.length < plain.body.length / 2, `${path}: gzip shrinks it (${gzipped.body.length} of ${plain.body.length})`);
+    return { plain: JSON.parse(plain.body.toString()), decoded: JSON.parse(gunzipSync(gzipped.body).toString()) };
+  };
+
+  test("a batch of 20 (between 1 and 64 KiB) decodes to the JSON sent to a client without gzip", async () => {
+    const init = {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ wallets }),
+    };
+    const { plain, decoded } = await same("/api/v1/batch", init, (n) => n > 1024 && n <= 64 * 1024);
+    assert.equal(decoded.data.length, 20);
+    assert.deepEqual(
+      decoded.data.map((r: { wallet: string }) => r.wallet),
+      plain.data.map((r: { wallet: string }) => r.wallet),
+    );
+    assert.deepEqual(decoded.data, plain.data);
+  });
+
+  test("the OpenAPI document (over 64 KiB) decodes to the JSON sent to a client without gzip", async () => {
+    const { plain, decoded } = await same("/api/v1/openapi.json", {}, (n) => n > 64 * 1024);
+    assert.deepEqual(decoded, plain);
   });
 });

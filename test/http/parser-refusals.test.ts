@@ -5,8 +5,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { parserRefusal } from "../../src/http/errors.ts";
-import { createPostgresDatabase } from "../support/db.ts";
-import { startProcess, type Running } from "../support/process.ts";
+import { startMainServer, type Running } from "../support/process.ts";
 
 /** Sends raw bytes and reads until the server closes the connection. */
 function rawExchange(port: number, request: string): Promise<string> {
@@ -49,21 +48,13 @@ function assertRefusal(answer: string, status: number, code: string) {
 
 describe("requests the HTTP parser refuses: {error, code} from npm start's server (Node)", () => {
   let server: Running;
-  let drop: () => Promise<void>;
+  let stop: () => Promise<void>;
 
   before(async () => {
-    const created = await createPostgresDatabase();
-    drop = created.drop;
-    server = await startProcess(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      DATABASE_URL: created.url,
-      MAINTENANCE_AT: "off",
-      WORKER: "0",
-      LOG_LEVEL: "info",
-    });
+    ({ server, stop } = await startMainServer());
   });
   after(async () => {
-    await server?.stop();
-    await drop?.();
+    await stop?.();
   });
 
   test("a well-formed request still reaches the app", async () => {

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createPostgresDatabase } from "./db.ts";
 import { freePort } from "./ports.ts";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
@@ -93,4 +94,33 @@ export async function startProcess(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return { url: `http://127.0.0.1:${port}`, port, child, output: () => output, exited, stop };
+}
+
+/**
+ * `tsx src/main.ts` as npm start runs it, on a PostgreSQL database of its own (dropped by `stop`),
+ * without the maintenance schedule or a job worker unless `env` says otherwise.
+ */
+export async function startMainServer(env: Record<string, string> = {}): Promise<{ server: Running; databaseUrl: string; stop: () => Promise<void> }> {
+  const created = await createPostgresDatabase();
+  let server: Running;
+  try {
+    server = await startProcess(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      DATABASE_URL: created.url,
+      MAINTENANCE_AT: "off",
+      WORKER: "0",
+      LOG_LEVEL: "info",
+      ...env,
+    });
+  } catch (err) {
+    await created.drop();
+    throw err;
+  }
+  return {
+    server,
+    databaseUrl: created.url,
+    stop: async () => {
+      await server.stop();
+      await created.drop();
+    },
+  };
 }
