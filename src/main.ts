@@ -241,14 +241,8 @@ const SYNC_GZIP_MAX_BYTES = 64 * 1024;
 function runtimeGzip(): Gzip | undefined {
   const g = globalThis as { Deno?: unknown; Bun?: unknown };
   if (g.Deno || g.Bun) return undefined;
-  return (bytes) => {
-    if (bytes.byteLength <= SYNC_GZIP_MAX_BYTES) {
-      try {
-        return Promise.resolve(gzipSync(bytes, { level: 1 }) as Uint8Array<ArrayBuffer>);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
-    return new Promise((resolve, reject) => gzip(bytes, { level: 1 }, (err, out) => (err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))));
-  };
+  return async (bytes) =>
+    bytes.byteLength <= SYNC_GZIP_MAX_BYTES
+      ? (gzipSync(bytes, { level: 1 }) as Uint8Array<ArrayBuffer>)
+      : await new Promise((resolve, reject) => gzip(bytes, { level: 1 }, (err, out) => (err ? reject(err) : resolve(out as Uint8Array<ArrayBuffer>))));
 }

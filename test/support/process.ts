@@ -97,14 +97,14 @@ export async function startProcess(
 }
 
 /**
- * `tsx src/main.ts` as npm start runs it, on a PostgreSQL database of its own (dropped by `stop`),
+ * `tsx src/main.ts` with npm start's Node options, on a PostgreSQL database of its own (dropped by `stop`),
  * without the maintenance schedule or a job worker unless `env` says otherwise.
  */
 export async function startMainServer(env: Record<string, string> = {}): Promise<{ server: Running; databaseUrl: string; stop: () => Promise<void> }> {
   const created = await createPostgresDatabase();
   let server: Running;
   try {
-    server = await startProcess(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    server = await startProcess(process.execPath, [...serverNodeFlags(), "--import", "tsx", "src/main.ts"], {
       DATABASE_URL: created.url,
       MAINTENANCE_AT: "off",
       WORKER: "0",
