@@ -47,6 +47,7 @@ after(async () => {
 
 test("npm run worker builds its bundle and starts; without DATABASE_URL it stops with one line", { timeout: 60_000 }, async () => {
   assert.deepEqual(workerArgs().slice(0, 1), ["--max-old-space-size=64"], "the heap is capped");
+  assert.ok(workerArgs().includes("--min-semi-space-size=16"), "the young generation keeps its size, as the server's does");
   const { DATABASE_URL: _, ...env } = process.env;
   const child = spawn(process.execPath, workerArgs(), { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
