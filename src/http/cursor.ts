@@ -4,6 +4,7 @@ import * as v from "valibot";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { ApiError } from "./errors.ts";
+import { hmacSha256, type Mac } from "./mac.ts";
 
 export interface CursorPosition {
   /** What the cursor pages: `twitter` or `farcaster`, and the lowercased handle or username. */
@@ -65,14 +66,9 @@ export async function loadSecret(db: Db, name: string, configured: string | unde
 }
 
 export function createCursorSigner(db: Db, configuredSecret?: string): CursorSigner {
-  let key: Promise<CryptoKey> | undefined;
+  let key: Promise<Mac> | undefined;
   const hmacKey = () =>
-    (key ??= loadSecret(db, SECRET_NAME, configuredSecret).then((secret) =>
-      crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
-        "sign",
-        "verify",
-      ]),
-    )).catch((err) => {
+    (key ??= loadSecret(db, SECRET_NAME, configuredSecret).then(hmacSha256)).catch((err) => {
       key = undefined; // a database hiccup on first use is retried on the next request
       throw err;
     });
@@ -83,8 +79,7 @@ export function createCursorSigner(db: Db, configuredSecret?: string): CursorSig
         new TextEncoder().encode(JSON.stringify({ k: position.kind, q: position.key, r: position.rank, w: position.wallet })),
       );
       const signed = `${VERSION}.${body}`;
-      const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(), new TextEncoder().encode(signed)));
-      return `${signed}.${toBase64Url(mac)}`;
+      return `${signed}.${toBase64Url((await hmacKey()).sign(signed))}`;
     },
 
     async open(cursor, expected) {
@@ -93,14 +88,7 @@ export function createCursorSigner(db: Db, configuredSecret?: string): CursorSig
       const body = fromBase64Url(parts[1]);
       const mac = fromBase64Url(parts[2]);
       if (!body || !mac) throw invalidCursor("it is not a cursor this API issued");
-      // crypto.subtle.verify compares the MAC in constant time
-      const valid = await crypto.subtle.verify(
-        "HMAC",
-        await hmacKey(),
-        mac,
-        new TextEncoder().encode(`${parts[0]}.${parts[1]}`),
-      );
-      if (!valid) throw invalidCursor("signature does not match");
+      if (!(await hmacKey()).verify(mac, `${parts[0]}.${parts[1]}`)) throw invalidCursor("signature does not match");
       let parsed: unknown;
       try {
         parsed = JSON.parse(new TextDecoder().decode(body));

@@ -8,6 +8,7 @@ import { verifyMessage as verifyMessageOnChain } from "viem/actions";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { fromBase64Url, loadSecret, toBase64Url } from "../http/cursor.ts";
+import { hmacSha256, type Mac } from "../http/mac.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { MAX_KEYS_PER_WALLET, mintKey, walletAccount } from "./purchase.ts";
 
@@ -46,29 +47,26 @@ export interface RecoverySigner {
 }
 
 export function createRecoverySigner(db: Db, options: { site: string; configuredSecret?: string }): RecoverySigner {
-  let key: Promise<CryptoKey> | undefined;
+  let key: Promise<Mac> | undefined;
   const hmacKey = () =>
-    (key ??= loadSecret(db, SECRET_NAME, options.configuredSecret).then((secret) =>
-      crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]),
-    )).catch((err) => {
+    (key ??= loadSecret(db, SECRET_NAME, options.configuredSecret).then(hmacSha256)).catch((err) => {
       key = undefined;
       throw err;
     });
   // domain-separated from the cursors, which may share the configured secret
-  const signed = (wallet: string, issuedAt: string) => new TextEncoder().encode(`x402-recover|${wallet}|${issuedAt}|${options.site}`);
+  const signed = (wallet: string, issuedAt: string) => `x402-recover|${wallet}|${issuedAt}|${options.site}`;
 
   return {
     message: (wallet, issuedAt) => recoveryMessage({ wallet, issuedAt, site: options.site }),
     async issue(wallet, now) {
       const issuedAt = now.toISOString();
-      const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(), signed(wallet, issuedAt)));
+      const mac = (await hmacKey()).sign(signed(wallet, issuedAt));
       return { message: recoveryMessage({ wallet, issuedAt, site: options.site }), issued_at: issuedAt, token: toBase64Url(mac) };
     },
     async check({ wallet, issuedAt, token, now }) {
       const mac = fromBase64Url(token);
       if (!mac) return "altered";
-      // crypto.subtle.verify compares in constant time
-      if (!(await crypto.subtle.verify("HMAC", await hmacKey(), mac, signed(wallet, issuedAt)))) return "altered";
+      if (!(await hmacKey()).verify(mac, signed(wallet, issuedAt))) return "altered";
       const at = Date.parse(issuedAt);
       if (!Number.isFinite(at) || now.getTime() - at > CHALLENGE_TTL_MS || at - now.getTime() > CLOCK_SKEW_MS) return "expired";
       return "ok";
