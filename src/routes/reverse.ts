@@ -138,8 +138,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
   const wallets = page.map((r) => r.wallet);
   const truncated = entries.length > REVERSE_PAGE_SIZE;
   const last = page.at(-1);
-  // the next cursor is signed (Web Crypto, off the main thread) while the page is metered; a
-  // refused page drops it unread
+  // the next cursor is signed while the page is metered; a refused page drops it unread
   const nextCursor =
     truncated && last ? deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
   nextCursor?.catch(() => {});
