@@ -13,6 +13,8 @@ export interface GroupedCall {
   listSize: number | null;
   /** Deduplicated addresses to bill, or null. */
   bill: string[] | null;
+  /** The billable matches among `bill` when the caller read them itself, or null to count them. */
+  matched: number | null;
   /** Addresses whose identity rows to read when the call is let through, or null. */
   lookup: string[] | null;
 }
@@ -134,5 +136,6 @@ function statementParams(batch: Pending[], at: Date): unknown[] {
     billWallets,
     // addresses are 0x-hex: a comma-joined list per call keeps the parameter one flat array
     batch.map((p) => (p.call.lookup && p.call.lookup.length > 0 ? p.call.lookup.join(",") : null)),
+    batch.map((p) => p.call.matched),
   ];
 }

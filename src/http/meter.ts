@@ -51,6 +51,13 @@ export interface MeterOptions {
   listSize?: number;
   /** Deduplicated addresses to bill for x_or_farcaster matches. */
   billWallets?: string[];
+  /**
+   * How many of `billWallets` hold a twitter or farcaster link, when the caller has read their
+   * identity rows itself (a reverse page): billed as counted, without probing the links again.
+   * Bounded by `billWallets`; calls metered one by one (an Idempotency-Key, an account at its
+   * limits) count them in the metering statement instead.
+   */
+  billMatches?: number;
   callKey?: string;
   /** The Idempotency-Key and the hash of the request's canonical form. */
   idempotency?: { key: string; requestHash: string };
@@ -168,6 +175,7 @@ export async function meterKey(
       needsCredits: options.needsCredits,
       listSize: options.listSize ?? null,
       bill,
+      matched: bill ? (options.billMatches ?? null) : null,
       lookup,
     }));
   } else {

@@ -143,13 +143,17 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     truncated && last ? deps.cursors.sign({ kind: lookup.kind, key: lookup.key, rank: last.rank, wallet: last.wallet }) : null;
   nextCursor?.catch(() => {});
 
-  // every wallet of the page holds a twitter or farcaster identity: one credit each; the
-  // identity rows were read with the page, so the metering statement reads none
+  // every wallet of the page holds a twitter or farcaster identity: one credit each. The identity
+  // rows were read with the page, so the metering statement reads none, and the billable wallets
+  // are counted from them, as of the rows the page shows, instead of by probing links again
+  const billable = new Set<string>();
+  for (const row of identities) if (row.kind === "twitter" || row.kind === "farcaster") billable.add(row.address);
   const metering = meterer.meter({
     route: lookup.route,
     weight: 2,
     needsCredits: true,
     billWallets: wallets,
+    billMatches: wallets.filter((w) => billable.has(w)).length,
     wallets: wallets.length,
   });
   metering.catch(() => {});

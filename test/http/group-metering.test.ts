@@ -203,6 +203,49 @@ eachDatabase("group-committed metering", (get) => {
     assert.equal((await rateWindowOf(db, c.accountId))?.minute_used, 15);
   });
 
+  test("matches the caller counted (a reverse page): billed as counted, within the call's bill wallets", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const c = await customer(1); // 12 credits
+    // wallets in no link: probing links for them would bill nothing, so what is billed is the count
+    const unlinked = (i: number) => address(i, "d9");
+    const counted = (wallets: string[], billMatches: number): MeterOptions => ({
+      route: "/v1/reverse/twitter/{handle}",
+      weight: 2,
+      needsCredits: true,
+      billWallets: wallets,
+      billMatches,
+      wallets: wallets.length,
+    });
+    const settled = await meterGroup(db, [
+      { digest: c.digest, options: counted([unlinked(1), unlinked(2), unlinked(3)], 3) },
+      { digest: c.digest, options: counted([unlinked(4), unlinked(5)], 7) },
+      { digest: c.digest, options: counted([unlinked(6)], -1) },
+      { digest: c.digest, options: lookup(billable(380)) },
+      { digest: c.digest, options: lookup(unlinked(7)) },
+    ]);
+    const metered = settled.map(okOf);
+    assert.deepEqual(metered.map((m) => m.matched), [3, 2, 0, 1, 0], "counted, capped at the bill wallets, never negative; the others probed");
+    assert.deepEqual(metered.map((m) => m.available), [12, 9, 7, 7, 6], "each call sees the matches before it");
+    assert.deepEqual((await debitsOf(db, c.accountId)).map((d) => d.matches), [6], "one debit row for the group");
+    assert.equal((await rateWindowOf(db, c.accountId))?.minute_used, 8);
+    assert.equal((await readCredits(db, c.accountId, clock.now())).available, 6);
+  });
+
+  test("counted calls of an account that does not fit go one by one: the overdraw is still at most one call", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const c = await customer(1); // 12 credits
+    const page = (k: number): MeterOptions => {
+      const wallets = Array.from({ length: 5 }, (_, j) => billable(350 + 5 * k + j));
+      return { route: "/v1/reverse/twitter/{handle}", weight: 2, needsCredits: true, billWallets: wallets, billMatches: 5, wallets: 5 };
+    };
+    const settled = await meterGroup(db, Array.from({ length: 5 }, (_, k) => ({ digest: c.digest, options: page(k) })));
+    // 12 -> 7 -> 2 -> -3, then NO_CREDITS
+    assert.deepEqual(settled.map((r) => (r.status === "fulfilled" ? 200 : (r.reason as ApiError).status)), [200, 200, 200, 402, 402]);
+    assert.equal(await debitedTotal(db, c.accountId), 15);
+  });
+
   test("a statement that fails before its commit: every call of its group is refused, none billed", async () => {
     const { db } = get();
     clock.advance(60_000);
