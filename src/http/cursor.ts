@@ -65,13 +65,18 @@ export async function loadSecret(db: Db, name: string, configured: string | unde
   return row.value;
 }
 
-export function createCursorSigner(db: Db, configuredSecret?: string): CursorSigner {
+/** The MAC keyed with loadSecret's secret, loaded on first use (a database hiccup then is retried on the next call). */
+export function secretMac(db: Db, name: string, configured: string | undefined): () => Promise<Mac> {
   let key: Promise<Mac> | undefined;
-  const hmacKey = () =>
-    (key ??= loadSecret(db, SECRET_NAME, configuredSecret).then(hmacSha256)).catch((err) => {
-      key = undefined; // a database hiccup on first use is retried on the next request
+  return () =>
+    (key ??= loadSecret(db, name, configured).then(hmacSha256)).catch((err) => {
+      key = undefined;
       throw err;
     });
+}
+
+export function createCursorSigner(db: Db, configuredSecret?: string): CursorSigner {
+  const hmacKey = secretMac(db, SECRET_NAME, configuredSecret);
 
   return {
     async sign(position) {

@@ -144,8 +144,9 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
   nextCursor?.catch(() => {});
 
   // every wallet of the page holds a twitter or farcaster identity: one credit each. The identity
-  // rows were read with the page, so the metering statement reads none, and the billable wallets
-  // are counted from them, as of the rows the page shows, instead of by probing links again
+  // rows were read with the page (for its wallets only, not the extra entry), so the metering
+  // statement reads none, and the billable wallets are counted from them, as of the rows the page
+  // shows, instead of by probing links again
   const billable = new Set<string>();
   for (const row of identities) if (row.kind === "twitter" || row.kind === "farcaster") billable.add(row.address);
   const metering = meterer.meter({
@@ -153,7 +154,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     weight: 2,
     needsCredits: true,
     billWallets: wallets,
-    billMatches: wallets.filter((w) => billable.has(w)).length,
+    billMatches: billable.size,
     wallets: wallets.length,
   });
   metering.catch(() => {});

@@ -7,8 +7,7 @@ import { createPublicClient, http, verifyMessage, type Hex } from "viem";
 import { verifyMessage as verifyMessageOnChain } from "viem/actions";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { fromBase64Url, loadSecret, toBase64Url } from "../http/cursor.ts";
-import { hmacSha256, type Mac } from "../http/mac.ts";
+import { fromBase64Url, secretMac, toBase64Url } from "../http/cursor.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { MAX_KEYS_PER_WALLET, mintKey, walletAccount } from "./purchase.ts";
 
@@ -47,12 +46,7 @@ export interface RecoverySigner {
 }
 
 export function createRecoverySigner(db: Db, options: { site: string; configuredSecret?: string }): RecoverySigner {
-  let key: Promise<Mac> | undefined;
-  const hmacKey = () =>
-    (key ??= loadSecret(db, SECRET_NAME, options.configuredSecret).then(hmacSha256)).catch((err) => {
-      key = undefined;
-      throw err;
-    });
+  const hmacKey = secretMac(db, SECRET_NAME, options.configuredSecret);
   // domain-separated from the cursors, which may share the configured secret
   const signed = (wallet: string, issuedAt: string) => `x402-recover|${wallet}|${issuedAt}|${options.site}`;
 
