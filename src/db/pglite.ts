@@ -20,6 +20,15 @@ function wrap(conn: Conn, deadlineMs: number, close: () => Promise<void>): Db {
         metrics.dbInFlight.value--;
       }
     },
+    async queryArrays(text: string, params: readonly unknown[] = []) {
+      metrics.dbInFlight.value++;
+      try {
+        const result = await withDeadline(conn.query<unknown[]>(text, params as unknown[], { rowMode: "array" }), deadlineMs);
+        return { columns: result.fields.map((f) => f.name), rows: result.rows };
+      } finally {
+        metrics.dbInFlight.value--;
+      }
+    },
     async exec(text: string) {
       await conn.exec(text);
     },

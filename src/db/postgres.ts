@@ -2,7 +2,7 @@
 import { metrics } from "../observe/metrics.ts";
 import postgres from "postgres";
 import { boundedTransaction, withDeadline } from "./deadline.ts";
-import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
+import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type ArrayRows, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
 
 type Sql = postgres.Sql | postgres.TransactionSql;
 
@@ -32,31 +32,43 @@ interface Conn {
   onStuck: () => void;
 }
 
+/**
+ * Runs one statement and collects its rows: keyed objects, or arrays in column order (`arrays`)
+ * with the column names. The rows are collected by forEach into a box emptied once they are
+ * handed over, not taken as the value the statement resolves with: V8 keeps a settled postgres.js
+ * Query (a Promise subclass with fields of its own) alive through minor GCs when the process had
+ * idled before it, and everything it holds with it, so every row it resolved with was promoted to
+ * the old generation: scavenges of 5-8 ms instead of under 1 (README, "Rows kept alive by the
+ * statement").
+ */
+async function collect(conn: Conn, text: string, params: readonly unknown[], arrays: boolean): Promise<ArrayRows & { rows: never[] }> {
+  const box: { rows: unknown[] | null } = { rows: [] };
+  let statement = conn.sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
+  // values() before forEach: forEach starts the statement
+  if (arrays) statement = statement.values() as unknown as typeof statement;
+  // a row arriving after the deadline gave the statement up finds the box gone: dropped, not a
+  // TypeError inside the driver's message loop
+  const running = statement.forEach((row) => void box.rows?.push(row));
+  metrics.dbInFlight.value++;
+  try {
+    // the statement resolves with its (empty) result, which carries the column descriptions
+    const result = await withDeadline(running, conn.deadlineMs, conn.onStuck);
+    const columns = arrays ? (result.columns ?? []).map((c) => c.name) : [];
+    return { columns, rows: box.rows as never[] };
+  } finally {
+    box.rows = null;
+    metrics.dbInFlight.value--;
+  }
+}
+
 function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullable<Db["listen"]>): Db {
   return {
     driver: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const conn = current();
-      // The rows are collected by forEach into a box emptied once they are handed over, not taken
-      // as the value the statement resolves with: V8 keeps a settled postgres.js Query (a Promise
-      // subclass with fields of its own) alive through minor GCs when the process had idled
-      // before it, and everything it holds with it, so every row it resolved with was promoted to
-      // the old generation: scavenges of 5-8 ms instead of under 1 (README, "Rows kept alive by
-      // the statement").
-      const box: { rows: T[] | null } = { rows: [] };
-      const statement = conn.sql
-        .unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true })
-        // a row arriving after the deadline gave the statement up finds the box gone: dropped, not
-        // a TypeError inside the driver's message loop
-        .forEach((row) => void box.rows?.push(row as unknown as T));
-      metrics.dbInFlight.value++;
-      try {
-        await withDeadline(statement, conn.deadlineMs, conn.onStuck);
-        return box.rows!;
-      } finally {
-        box.rows = null;
-        metrics.dbInFlight.value--;
-      }
+      return (await collect(current(), text, params, false)).rows as T[];
+    },
+    async queryArrays(text: string, params: readonly unknown[] = []) {
+      return await collect(current(), text, params, true);
     },
     async exec(text: string) {
       await current().sql.unsafe(text);

@@ -2,6 +2,12 @@
 
 export type Row = Record<string, unknown>;
 
+/** Rows as arrays in the order of `columns`. */
+export interface ArrayRows {
+  columns: string[];
+  rows: unknown[][];
+}
+
 export interface TransactionOptions {
   /**
    * Long work (migrations, imports, the stats count): no statement timeout and no deadline, so
@@ -14,6 +20,12 @@ export interface Db {
   readonly driver: "postgres" | "pglite";
   /** One parameterised statement ($1, $2, ...). */
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /**
+   * The same, each row an array in column order, with the column names once: for a statement of
+   * many columns read on every request (the metering statement), where setting a row's columns
+   * on an object one name at a time costs more than reading them (2 µs a row of 35 columns).
+   */
+  queryArrays(text: string, params?: readonly unknown[]): Promise<ArrayRows>;
   /** Several statements without parameters (migrations only; not bounded by a deadline). */
   exec(text: string): Promise<void>;
   transaction<T>(fn: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T>;

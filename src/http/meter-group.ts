@@ -3,8 +3,9 @@
 // for all of them. No timer: a call arriving when a lane is free is metered at once.
 import type { Db, Row } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import { columnsAt, memoColumns } from "../db/columns.ts";
 import { uuidv7 } from "../ledger/call-keys.ts";
-import type { IdentityRow } from "../index/records.ts";
+import { identityColumns, identityRowAt, type IdentityRow } from "../index/records.ts";
 
 export interface GroupedCall {
   digest: string;
@@ -98,12 +99,15 @@ async function drain(db: Db, group: Group): Promise<void> {
       const batch = group.queue.splice(0, MAX_CALLS);
       const at = batch[0].now();
       try {
-        const rows = await db.query(sql("meter_calls"), statementParams(batch, at));
+        const { columns, rows } = await db.queryArrays(sql("meter_calls"), statementParams(batch, at));
         const answers = batch.map((): GroupedAnswer<Row> => ({ outcome: undefined, identities: [], now: at }));
-        for (const row of rows) {
-          const answer = answers[(row.call_ix as number) - 1];
-          if (row.outcome === null) answer.identities.push(row as unknown as IdentityRow);
-          else answer.outcome = row;
+        if (rows.length > 0) {
+          const { outcome, identity } = columnsOf(columns);
+          for (const r of rows) {
+            const answer = answers[(r[outcome.call_ix] as number) - 1];
+            if (r[outcome.outcome] === null) answer.identities.push(identityRowAt(r, identity));
+            else answer.outcome = outcomeAt(r, outcome);
+          }
         }
         batch.forEach((p, i) => p.resolve(answers[i]));
       } catch (err) {
@@ -113,6 +117,50 @@ async function drain(db: Db, group: Group): Promise<void> {
   } finally {
     group.inFlight--;
   }
+}
+
+/**
+ * Where meter_calls (00017) puts each column: a call's outcome row, then identity_rows' columns.
+ * The rows come as arrays (35 columns, most of them null in any one row) and are read into objects
+ * of one shape each, instead of the driver setting every column of every row by name.
+ */
+const OUTCOME_COLUMNS = [
+  "call_ix", "outcome", "key_id", "account_id", "account_bound", "plan", "limit_minute", "limit_day", "limit_month",
+  "max_batch_size", "used_minute", "used_day", "used_month", "available", "unmetered", "matched", "billed",
+  "idem_request_hash", "idem_status", "idem_body",
+] as const;
+
+type OutcomeColumns = { readonly [K in (typeof OUTCOME_COLUMNS)[number]]: number };
+
+/** meter_calls' columns, looked up once. */
+const columnsOf = memoColumns((names) => ({
+  outcome: columnsAt(names, OUTCOME_COLUMNS, "meter_calls"),
+  identity: identityColumns(names, "meter_calls"),
+}));
+
+/** A call's outcome row. */
+function outcomeAt(r: readonly unknown[], at: OutcomeColumns): Row {
+  return {
+    outcome: r[at.outcome],
+    key_id: r[at.key_id],
+    account_id: r[at.account_id],
+    account_bound: r[at.account_bound],
+    plan: r[at.plan],
+    limit_minute: r[at.limit_minute],
+    limit_day: r[at.limit_day],
+    limit_month: r[at.limit_month],
+    max_batch_size: r[at.max_batch_size],
+    used_minute: r[at.used_minute],
+    used_day: r[at.used_day],
+    used_month: r[at.used_month],
+    available: r[at.available],
+    unmetered: r[at.unmetered],
+    matched: r[at.matched],
+    billed: r[at.billed],
+    idem_request_hash: r[at.idem_request_hash],
+    idem_status: r[at.idem_status],
+    idem_body: r[at.idem_body],
+  };
 }
 
 function statementParams(batch: Pending[], at: Date): unknown[] {

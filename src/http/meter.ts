@@ -325,15 +325,29 @@ export interface Meterer {
   meter(options: MeterOptions): Promise<Metered>;
 }
 
-/** The Meterer of a REST request: its Authorization header, results kept on the context. */
+/**
+ * The Meterer of a REST request: its Authorization header, results kept on the context. A class
+ * rather than an object of two closures: under tsx (`npm start`) every closure made per request
+ * is also given its name by esbuild's keepNames, a property definition each.
+ */
+class RequestMeterer implements Meterer {
+  constructor(
+    private readonly c: Context,
+    private readonly deps: MeterDeps,
+  ) {}
+
+  async digest(): Promise<string | null> {
+    const credential = credentialOf(this.c.req.raw);
+    return credential && isApiKeyShape(credential) ? await keyDigest(credential) : null;
+  }
+
+  meter(options: MeterOptions): Promise<Metered> {
+    return meter(this.c, this.deps, options);
+  }
+}
+
 export function requestMeterer(c: Context, deps: MeterDeps): Meterer {
-  return {
-    digest: async () => {
-      const credential = credentialOf(c.req.raw);
-      return credential && isApiKeyShape(credential) ? await keyDigest(credential) : null;
-    },
-    meter: (options) => meter(c, deps, options),
-  };
+  return new RequestMeterer(c, deps);
 }
 
 /**

@@ -3,6 +3,7 @@
 // and the quality score.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import { columnsAt } from "../db/columns.ts";
 import type { AgentDetail } from "./import.ts";
 
 export const EVIDENCE_CLASSES = ["onchain", "farcaster", "attested-social", "manual", "aggregated"] as const;
@@ -24,6 +25,45 @@ export interface IdentityRow {
   fc_followers: number | null;
   reachability: string | null;
   reachability_checked_at: Date | null;
+}
+
+/** Where each column of an identity row sits in a statement's array rows (Db.queryArrays). */
+export type IdentityColumns = { readonly [K in keyof IdentityRow]: number };
+
+const IDENTITY_COLUMNS: ReadonlyArray<keyof IdentityRow> = [
+  "address", "last_updated", "checked_at", "kind", "value", "route", "class", "self_declared", "detail",
+  "observed_at", "fid", "fc_username", "fc_followers", "reachability", "reachability_checked_at",
+];
+
+/** The identity columns among a statement's `names`; throws when one is missing. */
+export function identityColumns(names: readonly string[], statement: string): IdentityColumns {
+  return columnsAt(names, IDENTITY_COLUMNS, statement);
+}
+
+/** A time column read as a Date, or as Unix milliseconds (a statement that sends them so). */
+function timeAt(value: unknown): Date | null {
+  return typeof value === "number" ? new Date(value) : (value as Date | null);
+}
+
+/** An identity row from an array row: one object literal, so every row has the same shape. */
+export function identityRowAt(r: readonly unknown[], at: IdentityColumns): IdentityRow {
+  return {
+    address: r[at.address] as string,
+    last_updated: timeAt(r[at.last_updated]),
+    checked_at: timeAt(r[at.checked_at])!,
+    kind: r[at.kind] as string | null,
+    value: r[at.value] as string | null,
+    route: r[at.route] as string | null,
+    class: r[at.class] as string | null,
+    self_declared: r[at.self_declared] as boolean | null,
+    detail: r[at.detail] as Record<string, unknown> | null,
+    observed_at: timeAt(r[at.observed_at]),
+    fid: r[at.fid] as number | null,
+    fc_username: r[at.fc_username] as string | null,
+    fc_followers: r[at.fc_followers] as number | null,
+    reachability: r[at.reachability] as string | null,
+    reachability_checked_at: timeAt(r[at.reachability_checked_at]),
+  };
 }
 
 export interface TwitterView {
@@ -174,6 +214,11 @@ function pickName(wallet: WalletRows, kind: string): string | undefined {
 
 const DEAD = new Set(["suspended", "deactivated"]);
 
+/** A name reduced to its letters and digits, to compare an agent's name with a handle. */
+function simple(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9]/g, "");
+}
+
 function twitterOf(wallet: WalletRows, prefer?: string): TwitterView | undefined {
   const handles = candidates(wallet, "twitter").map((c) => {
     const reach = c.routes.find((r) => r.reachability !== null);
@@ -250,7 +295,6 @@ function agentOf(wallet: WalletRows, twitter?: TwitterView, farcaster?: Farcaste
   const agent: Record<string, unknown> = {};
   for (const field of AGENT_FIELDS) if (detail[field] !== undefined && detail[field] !== null) agent[field] = detail[field];
   // the owner attested a human identity that is not the agent's own: decline to say
-  const simple = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
   const agentName = typeof agent.name === "string" ? simple(agent.name) : undefined;
   const attestedOthers = [
     twitter?.verified ? twitter.handle : undefined,

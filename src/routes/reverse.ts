@@ -2,8 +2,9 @@
 // identity, 100 a page in keyset order, 1 match credit per wallet returned, rate weight 2.
 import { Hono, type Context } from "hono";
 import * as v from "valibot";
-import { buildViews, type IdentityRow, type WalletView } from "../index/records.ts";
+import { buildViews, identityColumns, identityRowAt, type IdentityRow, type WalletView } from "../index/records.ts";
 import { sql } from "../db/queries.ts";
+import { columnsAt, memoColumns } from "../db/columns.ts";
 import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
 import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
@@ -70,13 +71,13 @@ interface Lookup {
   route: string;
 }
 
-/** A row of reverse_entries_select_page: an entry of the page and one identity row of its wallet. */
-type PageRow = Partial<IdentityRow> & {
-  total_count: number;
-  account_bound: boolean | null;
-  entry: string | null;
-  rank: number | null;
-};
+const PAGE = "reverse_entries_select_page";
+
+/** Where the page statement puts its own columns, and the identity columns after them; looked up once. */
+const pageColumns = memoColumns((names) => ({
+  ...columnsAt(names, ["total_count", "account_bound", "entry", "rank"] as const, PAGE),
+  identity: identityColumns(names, PAGE),
+}));
 
 /** One page of a reverse lookup: the wallets' views in page order, the page meta, and the metering. */
 export interface ReversePage {
@@ -110,7 +111,8 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     }
   }
 
-  const rows = await deps.db.query<PageRow>(sql("reverse_entries_select_page"), [
+  // a page is a few hundred rows of 19 columns: read as arrays (Db.queryArrays)
+  const { columns, rows } = await deps.db.queryArrays(sql(PAGE), [
     lookup.kind,
     lookup.key,
     after.rank,
@@ -118,8 +120,10 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     REVERSE_PAGE_SIZE + 1,
     await meterer.digest(),
   ]);
+  const at = pageColumns(columns);
+  const first = rows[0];
   // a key bought by payment without an account: refused before anything is counted or billed
-  if (lookup.kind === "farcaster" && rows[0].account_bound === false) {
+  if (lookup.kind === "farcaster" && first[at.account_bound] === false) {
     throw new ApiError(
       403,
       "ACCOUNT_REQUIRED",
@@ -129,10 +133,11 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
   // the entries in page order (a wallet's identity rows are adjacent), and the identity rows
   const entries: Array<{ wallet: string; rank: number }> = [];
   const identities: IdentityRow[] = [];
-  for (const row of rows) {
-    if (row.entry === null) continue;
-    if (entries.at(-1)?.wallet !== row.entry) entries.push({ wallet: row.entry, rank: row.rank! });
-    if (row.address != null) identities.push(row as IdentityRow);
+  for (const r of rows) {
+    const entry = r[at.entry] as string | null;
+    if (entry === null) continue;
+    if (entries.at(-1)?.wallet !== entry) entries.push({ wallet: entry, rank: r[at.rank] as number });
+    if (r[at.identity.address] != null) identities.push(identityRowAt(r, at.identity));
   }
   const page = entries.slice(0, REVERSE_PAGE_SIZE);
   const wallets = page.map((r) => r.wallet);
@@ -175,7 +180,7 @@ async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cu
     views,
     meta: {
       [lookup.kind === "twitter" ? "handle" : "username"]: lookup.key,
-      total_count: rows[0].total_count,
+      total_count: first[at.total_count] as number,
       returned_count: views.length,
       truncated,
       next_cursor: await nextCursor,

@@ -29,6 +29,25 @@ eachDatabase("rows", (get) => {
     assertSeries(inside[1], 2);
   });
 
+  test("queryArrays: each row an array in column order, its values parsed as query parses them, with the column names", async () => {
+    const { db } = get();
+    const text = "SELECT g AS n, g::text AS s, NULL::text AS none, (g > 1) AS more, timestamptz '2026-11-27 12:00:00.123+00' + g * interval '1 day' AS at, 1.5::float8 * g AS half, jsonb_build_object('g', g) AS detail FROM generate_series(1, $1::integer) g ORDER BY g";
+    const { columns, rows } = await db.queryArrays(text, [2]);
+    assert.deepEqual(columns, ["n", "s", "none", "more", "at", "half", "detail"]);
+    assert.deepEqual(rows, [
+      [1, "1", null, false, new Date("2026-11-28T12:00:00.123Z"), 1.5, { g: 1 }],
+      [2, "2", null, true, new Date("2026-11-29T12:00:00.123Z"), 3, { g: 2 }],
+    ]);
+    // the same values as keyed rows
+    const keyed = await db.query(text, [2]);
+    assert.deepEqual(rows, keyed.map((row) => columns.map((name) => row[name])));
+    const inside = await db.transaction(async (tx) => await tx.queryArrays(SERIES, [3]));
+    assert.deepEqual(inside.rows, [[1, "1", null], [2, "2", null], [3, "3", null]]);
+    assert.deepEqual((await db.queryArrays(SERIES, [0])).rows, []);
+    await assert.rejects(db.queryArrays(CUT), /division by zero/);
+    assert.deepEqual((await db.queryArrays(SERIES, [1])).rows, [[1, "1", null]]);
+  });
+
   test("a statement that fails after sending rows rejects, and the next one answers its own rows only", async () => {
     const { db } = get();
     await assert.rejects(db.query(CUT), /division by zero/);

@@ -5,7 +5,7 @@
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { eachDatabase } from "../support/db.ts";
-import type { Db, Row } from "../../src/db/types.ts";
+import type { Db } from "../../src/db/types.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { meterKey, type Metered, type MeterDeps, type MeterOptions } from "../../src/http/meter.ts";
 import { METER_LANES } from "../../src/http/meter-group.ts";
@@ -253,12 +253,12 @@ eachDatabase("group-committed metering", (get) => {
     let fail = true;
     const failing: Db = {
       ...db,
-      async query<T extends Row>(text: string, params?: readonly unknown[]) {
+      async queryArrays(text: string, params?: readonly unknown[]) {
         if (fail && text.includes("meter_calls(")) {
           fail = false;
           throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
         }
-        return await db.query<T>(text, params);
+        return await db.queryArrays(text, params);
       },
     };
     const d = { ...deps, db: failing };
@@ -278,13 +278,13 @@ eachDatabase("group-committed metering", (get) => {
     let stall = true;
     const stalling: Db = {
       ...db,
-      async query<T extends Row>(text: string, params?: readonly unknown[]) {
+      async queryArrays(text: string, params?: readonly unknown[]) {
         if (stall && text.includes("meter_calls(")) {
           stall = false;
           await hung; // a database that stopped answering this statement
           throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
         }
-        return await db.query<T>(text, params);
+        return await db.queryArrays(text, params);
       },
     };
     const d = { ...deps, db: stalling };
@@ -309,8 +309,8 @@ eachDatabase("group-committed metering", (get) => {
     let statements = 0;
     const losing: Db = {
       ...db,
-      async query<T extends Row>(text: string, params?: readonly unknown[]) {
-        const rows = await db.query<T>(text, params);
+      async queryArrays(text: string, params?: readonly unknown[]) {
+        const rows = await db.queryArrays(text, params);
         if (text.includes("meter_calls(")) {
           statements++;
           if (lose) {

@@ -156,6 +156,7 @@ eachDatabase("OAuth token endpoint without a database", (get) => {
     const flaky: Db = {
       driver: real.driver,
       query: (text, params) => (down ? refuse() : real.query(text, params)),
+      queryArrays: (text, params) => (down ? refuse() : real.queryArrays(text, params)),
       exec: (text) => real.exec(text),
       transaction: (fn) => (down ? refuse() : real.transaction(fn)),
       close: () => real.close(),

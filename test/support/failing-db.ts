@@ -10,6 +10,11 @@ export function failingDb(inner: Db, failure: () => Error | undefined): Db {
       if (err) throw err;
       return await inner.query(text, params);
     },
+    async queryArrays(text, params) {
+      const err = failure();
+      if (err) throw err;
+      return await inner.queryArrays(text, params);
+    },
     exec: (text) => inner.exec(text),
     transaction: (fn, options) => inner.transaction((tx) => fn(failingDb(tx, failure)), options),
     // the suite closes the real database itself

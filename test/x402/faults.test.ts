@@ -35,6 +35,7 @@ function flakyTransactions(db: Db): Db & { fail: boolean } {
     driver: db.driver,
     fail: false,
     query: (text, params) => db.query(text, params),
+    queryArrays: (text, params) => db.queryArrays(text, params),
     exec: (text) => db.exec(text),
     close: () => db.close(),
     transaction: (fn) => (flaky.fail ? Promise.reject(Object.assign(new Error("Connection terminated unexpectedly"), { code: "CONNECTION_CLOSED" })) : db.transaction(fn)),
