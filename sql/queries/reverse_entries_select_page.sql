@@ -9,9 +9,7 @@
 -- account (refused before anything is metered): then the one row has a null entry.
 -- The identity columns are identity_rows' (00001_index.sql), joined per entry in page order and
 -- then by links' primary key, the order identity_rows yields; the twitter reachability is probed
--- for twitter links only (a null handle matches nothing without an index descent). Their times
--- come as Unix milliseconds: a page carries about a thousand, and a number is read far faster
--- than a timestamp's text.
+-- for twitter links only (a null handle matches nothing without an index descent).
 WITH caller AS (
   SELECT a.has_account
     FROM api_keys ak
@@ -28,13 +26,12 @@ WITH caller AS (
 SELECT coalesce((SELECT c.n FROM reverse_counts c WHERE c.kind = $1 AND c.key = $2), 0) AS total_count,
        (SELECT c.has_account FROM caller c) AS account_bound,
        p.wallet AS entry, p.rank,
-       w.address, floor(extract(epoch FROM w.last_updated) * 1000)::float8 AS last_updated,
-       floor(extract(epoch FROM w.checked_at) * 1000)::float8 AS checked_at,
+       w.address, w.last_updated, w.checked_at,
        l.kind, l.value, l.route, r.class,
        (l.self_declared OR coalesce(r.self_declared, false)) AS self_declared,
-       l.detail, floor(extract(epoch FROM l.observed_at) * 1000)::float8 AS observed_at, l.fid::float8 AS fid,
+       l.detail, l.observed_at, l.fid::float8 AS fid,
        fa.username AS fc_username, fa.followers AS fc_followers,
-       tr.reachability, floor(extract(epoch FROM tr.checked_at) * 1000)::float8 AS reachability_checked_at
+       tr.reachability, tr.checked_at AS reachability_checked_at
   FROM (SELECT 1) AS one
   LEFT JOIN page p ON true
   LEFT JOIN wallets w ON w.address = p.wallet AND p.n < $5

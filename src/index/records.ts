@@ -40,29 +40,24 @@ export function identityColumns(names: readonly string[], statement: string): Id
   return columnsAt(names, IDENTITY_COLUMNS, statement);
 }
 
-/** A time column read as a Date, or as Unix milliseconds (a statement that sends them so). */
-function timeAt(value: unknown): Date | null {
-  return typeof value === "number" ? new Date(value) : (value as Date | null);
-}
-
 /** An identity row from an array row: one object literal, so every row has the same shape. */
 export function identityRowAt(r: readonly unknown[], at: IdentityColumns): IdentityRow {
   return {
     address: r[at.address] as string,
-    last_updated: timeAt(r[at.last_updated]),
-    checked_at: timeAt(r[at.checked_at])!,
+    last_updated: r[at.last_updated] as Date | null,
+    checked_at: r[at.checked_at] as Date,
     kind: r[at.kind] as string | null,
     value: r[at.value] as string | null,
     route: r[at.route] as string | null,
     class: r[at.class] as string | null,
     self_declared: r[at.self_declared] as boolean | null,
     detail: r[at.detail] as Record<string, unknown> | null,
-    observed_at: timeAt(r[at.observed_at]),
+    observed_at: r[at.observed_at] as Date | null,
     fid: r[at.fid] as number | null,
     fc_username: r[at.fc_username] as string | null,
     fc_followers: r[at.fc_followers] as number | null,
     reachability: r[at.reachability] as string | null,
-    reachability_checked_at: timeAt(r[at.reachability_checked_at]),
+    reachability_checked_at: r[at.reachability_checked_at] as Date | null,
   };
 }
 
