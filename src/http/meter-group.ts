@@ -1,6 +1,9 @@
 // Group commit of metered calls: the calls of a process that arrive while its metering statement
 // is in flight are metered together by the next one (meter_calls), one statement and one commit
-// for all of them. No timer: a call arriving when a lane is free is metered at once.
+// for all of them. No timer: a call arriving when a lane is free is metered once the event loop has
+// handled the rest of the input it read with it (setImmediate), together with the calls that input
+// brought.
+import { setImmediate } from "node:timers";
 import type { Db, Row } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { columnsAt, memoColumns } from "../db/columns.ts";
@@ -41,6 +44,8 @@ interface Group {
   inFlight: number;
   /** The stall watch of calls waiting behind busy lanes, while one is set. */
   watch: ReturnType<typeof setTimeout> | undefined;
+  /** Whether a free lane's statement is due at the end of this turn of the event loop. */
+  due: boolean;
 }
 
 /** More calls than this wait for the next statement: one statement stays a few milliseconds. */
@@ -73,13 +78,31 @@ const groups = new WeakMap<Db, Group>();
 export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: GroupedCall): Promise<GroupedAnswer<T>> {
   let group = groups.get(db);
   if (!group) {
-    group = { queue: [], inFlight: 0, watch: undefined };
+    group = { queue: [], inFlight: 0, watch: undefined, due: false };
     groups.set(db, group);
   }
   const answer = new Promise<GroupedAnswer<Row>>((resolve, reject) => group.queue.push({ call, now, resolve, reject }));
-  if (group.inFlight < METER_LANES) void drain(db, group);
+  if (group.inFlight < METER_LANES) dispatchAfterInput(db, group);
   else watchStall(db, group);
   return answer as Promise<GroupedAnswer<T>>;
+}
+
+/**
+ * Starts a free lane's statement in the event loop's check phase, after every socket read in this
+ * turn has been handled: requests that arrive together go together. Sent at once instead, the
+ * first call of a burst went alone and the rest waited for it; under 32 connections a fifth of
+ * the statements metered one call (README, "The metering ratio"). No timer, no clamp: Node runs
+ * setImmediate callbacks right after the poll phase, and Deno and Bun provide it as node:timers.
+ */
+function dispatchAfterInput(db: Db, group: Group): void {
+  if (group.due) return;
+  group.due = true;
+  setImmediate(() => {
+    group.due = false;
+    if (group.queue.length === 0) return;
+    if (group.inFlight < METER_LANES) void drain(db, group);
+    else watchStall(db, group);
+  });
 }
 
 function watchStall(db: Db, group: Group): void {

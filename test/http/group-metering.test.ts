@@ -89,6 +89,31 @@ eachDatabase("group-committed metering", (get) => {
     assert.equal((await readCredits(db, c.accountId, clock.now())).available, 4);
   });
 
+  test("calls arriving together while no statement is in flight: one statement for all of them, not the first alone", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const c = await customer(2);
+    const groups: number[] = [];
+    const counting: Db = {
+      ...db,
+      async queryArrays(text: string, params?: readonly unknown[]) {
+        if (text.includes("meter_calls(")) groups.push((params![2] as string[]).length);
+        return await db.queryArrays(text, params);
+      },
+    };
+    const d = { ...deps, db: counting };
+    // nothing in flight: the twelve calls made in this turn (as the requests read from one poll of
+    // the sockets) are metered by the statement the first of them starts
+    const metered = await Promise.all(Array.from({ length: 12 }, (_, i) => meterKey(d, c.digest, lookup(billable(240 + i)), () => {})));
+    assert.deepEqual(groups, [12], "one statement metered all twelve");
+    assert.deepEqual(metered.map((m) => m.windows[0].used), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.deepEqual((await debitsOf(db, c.accountId)).map((x) => x.matches), [12], "one debit row for the group");
+    // a call on its own is not held for company: it is metered in the same turn's check phase
+    const alone = await meterKey(d, c.digest, lookup(billable(252)), () => {});
+    assert.equal(alone.windows[0].used, 13);
+    assert.deepEqual(groups, [12, 1]);
+  });
+
   test("100 accounts in one group: each counted and billed once, one debit row each under the group's key", async () => {
     const { db } = get();
     clock.advance(60_000);
@@ -276,11 +301,14 @@ eachDatabase("group-committed metering", (get) => {
     let release!: () => void;
     const hung = new Promise<void>((resolve) => (release = resolve));
     let stall = true;
+    let sent!: () => void;
+    const inFlight = new Promise<void>((resolve) => (sent = resolve));
     const stalling: Db = {
       ...db,
       async queryArrays(text: string, params?: readonly unknown[]) {
         if (stall && text.includes("meter_calls(")) {
           stall = false;
+          sent();
           await hung; // a database that stopped answering this statement
           throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
         }
@@ -290,6 +318,7 @@ eachDatabase("group-committed metering", (get) => {
     const d = { ...deps, db: stalling };
     const first = meterKey(d, c.digest, lookup(billable(230)), () => {});
     void first.catch(() => {});
+    await inFlight; // the calls below arrive while its statement hangs
     const behind = await Promise.race([
       Promise.allSettled(Array.from({ length: 3 }, (_, i) => meterKey(d, c.digest, lookup(billable(231 + i)), () => {}))),
       new Promise<"held">((resolve) => setTimeout(() => resolve("held"), 2_000)),
