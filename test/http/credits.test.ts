@@ -217,6 +217,12 @@ eachDatabase("match credits", (get) => {
     );
     assert.equal(rows[0].call_key, rows[1].call_key);
     assert.equal((await credits(c.apiKey)).available, 11);
+
+    // the sooner pack is empty: the next call draws on the later one, after the spill
+    await expectStatus(await server.request(`/api/v1/wallet/${tw(14)}`, { key: c.apiKey }), 200);
+    const last = (await debitsOf(get().db, c.accountId)).at(-1)!;
+    assert.deepEqual({ grant_id: last.grant_id, matches: last.matches, drawn_after: last.drawn_after }, { grant_id: later.id, matches: 1, drawn_after: 2 });
+    assert.equal((await credits(c.apiKey)).available, 10);
   });
 
   test("a pack past 12 months no longer counts", async () => {
