@@ -174,6 +174,8 @@ interface ChildServer {
   /** Why the server stopped before it was asked to, if it did. */
   failure(): string | undefined;
   stop(): Promise<void>;
+  /** The ports given in the variables named by startServer's `portEnv`. */
+  ports: Record<string, number>;
 }
 
 /** A process of the logging comparison: its two ports, with the access log and metrics and without. */
@@ -255,21 +257,31 @@ async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise
   }
 }
 
+/** How many times a server is started again on other ports when one it was given was taken. */
+const PORT_ATTEMPTS = 5;
+
 /**
  * Starts `node --import tsx <entry>` and waits for GET /healthz to answer 200. While the entry
- * fails on a module that does not exist yet, retries every 30 s for up to `retryForMs`.
+ * fails on a module that does not exist yet, retries every 30 s for up to `retryForMs`. A port is
+ * free when freePort returns it, and may be taken before the server listens on it (by another
+ * process's outgoing connection, which draws its port from the same range): a server that exits
+ * with EADDRINUSE is started again on fresh ports, PORT and those named by `portEnv` alike.
  */
 async function startServer(
   name: string,
   entry: string,
   env: Record<string, string>,
-  options: { retryForMs: number; log: (line: string) => void },
+  options: { retryForMs: number; log: (line: string) => void; portEnv?: string[] },
 ): Promise<ChildServer> {
   const giveUpAt = Date.now() + options.retryForMs;
+  let portAttempts = 0;
   for (;;) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const started = spawnServer(entry, { LOG_LEVEL: "silent", ...env, PORT: String(port), HOST: "127.0.0.1" });
+    const ports: Record<string, number> = {};
+    for (const variable of options.portEnv ?? []) ports[variable] = await freePort();
+    const portVars = Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)]));
+    const started = spawnServer(entry, { LOG_LEVEL: "silent", ...env, ...portVars, PORT: String(port), HOST: "127.0.0.1" });
     let stopping = false;
     let failure: string | undefined;
     void started.exited.then(({ code, signal }) => {
@@ -281,6 +293,7 @@ async function startServer(
         name,
         url,
         pid: started.child.pid,
+        ports,
         failure: () => failure,
         stop: async () => {
           stopping = true;
@@ -292,6 +305,10 @@ async function startServer(
     stopping = true;
     await stopChild(started.child, started.exited);
     const output = started.output().trim();
+    if (state === "exited" && /EADDRINUSE/.test(output) && ++portAttempts < PORT_ATTEMPTS) {
+      options.log(`The ${name} server found a port taken; starting it again on others.`);
+      continue;
+    }
     if (state === "exited" && NOT_READY.test(output) && Date.now() + 30_000 < giveUpAt) {
       const missing = /Cannot find module '([^']+)'/.exec(output)?.[1] ?? output.split("\n").find((l) => NOT_READY.test(l));
       options.log(`The ${name} server cannot start yet (${missing}); retrying in 30 s.`);
@@ -634,19 +651,19 @@ async function main(): Promise<number> {
     // the lookup servers run without a job worker polling beside them
     const env = { DATABASE_URL: index.databaseUrl, WORKER: "0" };
     const retryForMs = settings.serverWaitMinutes * 60_000;
-    const start = (name: string, entry: string, serverEnv: Record<string, string>) => startServer(name, entry, serverEnv, { retryForMs, log });
+    const start = (name: string, entry: string, serverEnv: Record<string, string>, portEnv?: string[]) =>
+      startServer(name, entry, serverEnv, { retryForMs, log, portEnv });
 
     // the metered servers run without logs or metrics; the logging comparison has processes of
     // its own, LOGGING_PROCESSES each serving the app with both (an access line per request, to
     // its log file under .bench/) and without, measured side by side
     const loggingServers: LoggingServer[] = [];
     const startLogging = async (i: number): Promise<ChildServer> => {
-      const quietPort = await freePort();
       // half the processes create the app with the access log and metrics first, half the other:
       // the app created first serves faster (scripts/bench-logging.ts)
       const first = i % 2 === 1 ? "observed" : "quiet";
-      const observed = await start(`logging-${i}`, "scripts/bench-logging.ts", { ...env, QUIET_PORT: String(quietPort), FIRST: first });
-      const quiet = { ...observed, name: `logging-${i}-quiet`, url: `http://127.0.0.1:${quietPort}`, stop: async () => {} };
+      const observed = await start(`logging-${i}`, "scripts/bench-logging.ts", { ...env, FIRST: first }, ["QUIET_PORT"]);
+      const quiet = { ...observed, name: `logging-${i}-quiet`, url: `http://127.0.0.1:${observed.ports.QUIET_PORT}`, stop: async () => {} };
       loggingServers.push({ observed, quiet });
       // the port created second may open after PORT answered
       if ((await waitHealthy(quiet.url, new Promise(() => {}), 60_000)) !== "healthy") {
