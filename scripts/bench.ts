@@ -36,7 +36,7 @@ import type { Db } from "../src/db/types.ts";
 import { createBenchAccount, ensureBenchPlan, type BenchAccount } from "./bench-accounts.ts";
 import { startCpuWindow } from "./bench-cpu.ts";
 import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
-import { checkReverse, driveReverse } from "./bench-reverse.ts";
+import { checkReverse, type ReverseFigures } from "./bench-reverse.ts";
 import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
 import { benchMcp, printMcpReport, type McpFigures } from "./bench-mcp.ts";
 import { printPurchaseReport, runPurchaseCase, type PurchaseCaseReport } from "./bench-purchase.ts";
@@ -447,6 +447,27 @@ function lookupCases(
   ];
 }
 
+/**
+ * driveReverse in a process of its own (scripts/bench-reverse-client.ts): this process's heap,
+ * grown by autocannon over the lookup cases, made the page latencies it measured include its own
+ * major GCs.
+ */
+async function driveReverseApart(options: { url: string; apiKey: string; handle: string; clients: number; seconds: number }): Promise<ReverseFigures> {
+  const args = [options.url, options.apiKey, options.handle, String(options.clients), String(options.seconds)];
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench-reverse-client.ts", ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  child.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const line = out.trim().split("\n").at(-1);
+  if (code !== 0 || !line) throw new Error(`The reverse client exited with ${code}: ${err.trim()}`);
+  return JSON.parse(line) as ReverseFigures;
+}
+
 /** The reverse cases: one client paging alone (the latency target), and `reverseClients` together. */
 function reverseCases(real: ChildServer, apiKey: string, reverseClients: number): BenchCase[] {
   const reverse = (id: CaseId, clients: number): BenchCase => ({
@@ -456,7 +477,7 @@ function reverseCases(real: ChildServer, apiKey: string, reverseClients: number)
     connections: clients,
     walletsPerRequest: 100,
     drive: async (seconds) => {
-      const f = await driveReverse({ url: real.url, apiKey, handle: CROWD_HANDLE, clients, seconds });
+      const f = await driveReverseApart({ url: real.url, apiKey, handle: CROWD_HANDLE, clients, seconds });
       return { rps: f.pagesPerSecond, p50Ms: f.p50Ms, p99Ms: f.p99Ms, requests: f.pages, failed: f.failures, statusCodes: {} };
     },
   });
