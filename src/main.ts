@@ -5,6 +5,7 @@ import process from "node:process";
 import { lookup } from "node:dns/promises";
 import { gzip, gzipSync } from "node:zlib";
 import { setFlagsFromString } from "node:v8";
+import { setImmediate } from "node:timers";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import type { Gzip } from "./http/compress.ts";
@@ -19,6 +20,7 @@ import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
 import { createLogger } from "./observe/log.ts";
 import { useBodySource } from "./http/body.ts";
+import { useTurnEnd } from "./http/turn.ts";
 import { readNodeBody, rememberIncoming } from "./node-body.ts";
 
 type Stop = () => Promise<void>;
@@ -170,6 +172,9 @@ async function main(): Promise<void> {
   const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
   // Node: request bodies are read from the IncomingMessage, not through a Web stream built for them
   if (onNode) useBodySource(readNodeBody);
+  // the metering groups wait for the end of the loop's turn with the runtime's check-phase callback
+  // (node:timers on all three) rather than a port message, which waits for the loop's next poll
+  useTurnEnd(() => new Promise<void>((resolve) => setImmediate(resolve)));
   const fetch = async (req: Request, env?: unknown) => {
     if (onNode) rememberIncoming(req, env);
     const res = await app.fetch(req, env);

@@ -1,14 +1,14 @@
 // Group commit of metered calls: the calls of a process that arrive while its metering statement
 // is in flight are metered together by the next one (meter_calls), one statement and one commit
 // for all of them. No timer: a call arriving when a lane is free is metered once the event loop has
-// handled the rest of the input it read with it (setImmediate), together with the calls that input
+// handled the rest of the input it read with it (endOfTurn), together with the calls that input
 // brought.
-import { setImmediate } from "node:timers";
 import type { Db, Row } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { columnsAt, memoColumns } from "../db/columns.ts";
 import { uuidv7 } from "../ledger/call-keys.ts";
 import { identityColumns, identityRowAt, type IdentityRow } from "../index/records.ts";
+import { endOfTurn } from "./turn.ts";
 
 export interface GroupedCall {
   digest: string;
@@ -88,16 +88,16 @@ export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: Group
 }
 
 /**
- * Starts a free lane's statement in the event loop's check phase, after every socket read in this
- * turn has been handled: requests that arrive together go together. Sent at once instead, the
- * first call of a burst went alone and the rest waited for it; under 32 connections a fifth of
- * the statements metered one call (README, "The metering ratio"). No timer, no clamp: Node runs
- * setImmediate callbacks right after the poll phase, and Deno and Bun provide it as node:timers.
+ * Starts a free lane's statement once the event loop has handled the rest of this turn's input
+ * (endOfTurn: a MessageChannel message, or the entry point's setImmediate): requests that arrive
+ * together go together. Sent at once instead, the first call of a burst went alone and the rest
+ * waited for it; under 32 connections a fifth of the statements metered one call (README, "The
+ * metering ratio"). No timer, no clamp.
  */
 function dispatchAfterInput(db: Db, group: Group): void {
   if (group.due) return;
   group.due = true;
-  setImmediate(() => {
+  void endOfTurn().then(() => {
     group.due = false;
     if (group.queue.length === 0) return;
     if (group.inFlight < METER_LANES) void drain(db, group);

@@ -9,6 +9,7 @@ import { ApiError } from "../http/errors.ts";
 import type { CursorPosition } from "../http/cursor.ts";
 import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
 import { reverseRowJson } from "../http/render.ts";
+import { afterPendingWork } from "../http/turn.ts";
 import {
   ReverseFarcasterParams,
   ReverseFarcasterResponse,
@@ -84,21 +85,6 @@ export interface ReversePage {
   views: WalletView[];
   meta: Record<string, unknown>;
   metered: Metered;
-}
-
-/**
- * Resolves after the promise continuations queued so far have run (a message is a task, so every
- * microtask before it goes first) without setTimeout's clamp of a millisecond or more.
- */
-function afterPendingWork(): Promise<void> {
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
 }
 
 async function reversePage(deps: RouteDeps, meterer: Meterer, lookup: Lookup, cursor: string | undefined): Promise<ReversePage> {

@@ -9,6 +9,7 @@ import type { Db } from "../../src/db/types.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { meterKey, type Metered, type MeterDeps, type MeterOptions } from "../../src/http/meter.ts";
 import { METER_LANES } from "../../src/http/meter-group.ts";
+import { useTurnEnd } from "../../src/http/turn.ts";
 import { sha256Hex } from "../../src/ledger/keys.ts";
 import { readCredits } from "../../src/ledger/accounts.ts";
 import { createClock, createCustomer, serverPair } from "../support/server.ts";
@@ -108,10 +109,34 @@ eachDatabase("group-committed metering", (get) => {
     assert.deepEqual(groups, [12], "one statement metered all twelve");
     assert.deepEqual(metered.map((m) => m.windows[0].used), Array.from({ length: 12 }, (_, i) => i + 1));
     assert.deepEqual((await debitsOf(db, c.accountId)).map((x) => x.matches), [12], "one debit row for the group");
-    // a call on its own is not held for company: it is metered in the same turn's check phase
+    // a call on its own is not held for company: it is metered once the turn's work is done
     const alone = await meterKey(d, c.digest, lookup(billable(252)), () => {});
     assert.equal(alone.windows[0].used, 13);
     assert.deepEqual(groups, [12, 1]);
+  });
+
+  test("a turn end installed by the entry point decides when a free lane's statement starts", async () => {
+    const { db } = get();
+    clock.advance(60_000);
+    const c = await customer(1);
+    let release!: () => void;
+    let waits = 0;
+    useTurnEnd(() => {
+      waits++;
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    try {
+      const calls = [meterKey({ ...deps, db }, c.digest, lookup(billable(260)), () => {})];
+      calls.push(meterKey({ ...deps, db }, c.digest, lookup(billable(261)), () => {}));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(waits, 1, "one wait for both calls");
+      assert.equal(await debitedTotal(db, c.accountId), 0, "nothing metered before the turn ends");
+      release();
+      const metered = await Promise.all(calls);
+      assert.deepEqual(metered.map((m) => m.windows[0].used), [1, 2]);
+    } finally {
+      useTurnEnd(undefined);
+    }
   });
 
   test("100 accounts in one group: each counted and billed once, one debit row each under the group's key", async () => {
