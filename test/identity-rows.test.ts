@@ -10,13 +10,13 @@ import { loadFixtures, W } from "./support/fixtures.ts";
 const NOW = new Date("2026-11-20T12:00:00Z");
 const SHARED = `0x${"8".repeat(40)}`;
 
-interface Row {
+type Row = {
   address: string;
   kind: string | null;
   value: string | null;
   reachability: string | null;
   reachability_checked_at: Date | null;
-}
+};
 
 eachDatabase("identity_rows", (get) => {
   test("reachability is joined to twitter links only, by their handle", async () => {
