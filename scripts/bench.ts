@@ -281,7 +281,16 @@ async function startServer(
     const ports: Record<string, number> = {};
     for (const variable of options.portEnv ?? []) ports[variable] = await freePort();
     const portVars = Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)]));
-    const started = spawnServer(entry, { LOG_LEVEL: "silent", ...env, ...portVars, PORT: String(port), HOST: "127.0.0.1" });
+    // no daily maintenance: a server runs what is due right after it starts and at every hourly
+    // tick, and a stats pass over the whole index would land in whichever case it met
+    const started = spawnServer(entry, {
+      LOG_LEVEL: "silent",
+      MAINTENANCE_AT: "off",
+      ...env,
+      ...portVars,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+    });
     let stopping = false;
     let failure: string | undefined;
     void started.exited.then(({ code, signal }) => {
