@@ -28,7 +28,7 @@ interface Served {
 
 async function serveApp(config: Config, port: number): Promise<Served> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: (text) => void process.stdout.write(text) });
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, timeouts: config.databaseTimeouts });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: config.databasePoolSize, timeouts: config.databaseTimeouts, lane: true });
   const app = createApp({
     db,
     config,

@@ -6,10 +6,12 @@ import { migrate } from "./migrate.ts";
 import { loadQueries } from "./queries.ts";
 import type { Db, DbTimeouts } from "./types.ts";
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; max?: number; timeouts?: DbTimeouts }): Promise<Db> {
+export async function openDatabase(
+  options: { databaseUrl?: string; dataDir?: string; max?: number; timeouts?: DbTimeouts; lane?: boolean },
+): Promise<Db> {
   loadQueries();
   const db = options.databaseUrl
-    ? openPostgres(options.databaseUrl, { max: options.max, timeouts: options.timeouts })
+    ? openPostgres(options.databaseUrl, { max: options.max, timeouts: options.timeouts, lane: options.lane })
     : await (await import("./pglite.ts")).openPglite(options.dataDir, options.timeouts);
   await migrate(db);
   return db;

@@ -8,6 +8,15 @@ export interface ArrayRows {
   rows: unknown[][];
 }
 
+export interface QueryOptions {
+  /**
+   * On the connection kept for the metering lane (PostgreSQL opened with `lane`; otherwise the
+   * pool, and PGlite's one session): statements sent one after another, never two at once, run
+   * on one backend that runs nothing else, whose caches stay warm between them.
+   */
+  lane?: boolean;
+}
+
 export interface TransactionOptions {
   /**
    * Long work (migrations, imports, the stats count): no statement timeout and no deadline, so
@@ -25,7 +34,7 @@ export interface Db {
    * many columns read on every request (the metering statement), where setting a row's columns
    * on an object one name at a time costs more than reading them (2 µs a row of 35 columns).
    */
-  queryArrays(text: string, params?: readonly unknown[]): Promise<ArrayRows>;
+  queryArrays(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<ArrayRows>;
   /** Several statements without parameters (migrations only; not bounded by a deadline). */
   exec(text: string): Promise<void>;
   transaction<T>(fn: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T>;

@@ -100,7 +100,7 @@ function dispatchAfterInput(db: Db, group: Group): void {
   void endOfTurn().then(() => {
     group.due = false;
     if (group.queue.length === 0) return;
-    if (group.inFlight < METER_LANES) void drain(db, group);
+    if (group.inFlight < METER_LANES) void drain(db, group, true);
     else watchStall(db, group);
   });
 }
@@ -110,19 +110,23 @@ function watchStall(db: Db, group: Group): void {
   group.watch = setTimeout(() => {
     group.watch = undefined;
     if (group.queue.length === 0) return;
-    if (group.inFlight < MAX_STALL_LANES) void drain(db, group);
+    if (group.inFlight < MAX_STALL_LANES) void drain(db, group, false);
     if (group.queue.length > 0) watchStall(db, group);
   }, STALL_MS);
 }
 
-async function drain(db: Db, group: Group): Promise<void> {
+/**
+ * Meters the queue's calls, a statement at a time. The lane's statements run on its own connection
+ * (`onLane`: Db QueryOptions.lane); a stall lane's on the pool, not behind the statement that hangs.
+ */
+async function drain(db: Db, group: Group, onLane: boolean): Promise<void> {
   group.inFlight++;
   try {
     while (group.queue.length > 0) {
       const batch = group.queue.splice(0, MAX_CALLS);
       const at = batch[0].now();
       try {
-        const { columns, rows } = await db.queryArrays(sql("meter_calls"), statementParams(batch, at));
+        const { columns, rows } = await db.queryArrays(sql("meter_calls"), statementParams(batch, at), { lane: onLane });
         const answers = batch.map((): GroupedAnswer<Row> => ({ outcome: undefined, identities: [], now: at }));
         if (rows.length > 0) {
           const { outcome, identity } = columnsOf(columns);

@@ -95,11 +95,15 @@ eachDatabase("group-committed metering", (get) => {
     clock.advance(60_000);
     const c = await customer(2);
     const groups: number[] = [];
+    const lanes: Array<boolean | undefined> = [];
     const counting: Db = {
       ...db,
-      async queryArrays(text: string, params?: readonly unknown[]) {
-        if (text.includes("meter_calls(")) groups.push((params![2] as string[]).length);
-        return await db.queryArrays(text, params);
+      async queryArrays(text, params, options) {
+        if (text.includes("meter_calls(")) {
+          groups.push((params![2] as string[]).length);
+          lanes.push(options?.lane);
+        }
+        return await db.queryArrays(text, params, options);
       },
     };
     const d = { ...deps, db: counting };
@@ -113,6 +117,20 @@ eachDatabase("group-committed metering", (get) => {
     const alone = await meterKey(d, c.digest, lookup(billable(252)), () => {});
     assert.equal(alone.windows[0].used, 13);
     assert.deepEqual(groups, [12, 1]);
+    assert.deepEqual(lanes, [true, true], "both on the lane's connection");
+  });
+
+  test("the group statements run on the lane's own connection (PostgreSQL: walletid meter lane)", async (t) => {
+    const { db, url } = get();
+    if (!url) return t.skip("PGlite has one session");
+    clock.advance(60_000);
+    const c = await customer(1);
+    await meterGroup(db, Array.from({ length: 3 }, (_, i) => ({ digest: c.digest, options: lookup(billable(260 + i)) })));
+    const lane = await db.query<{ query: string }>(
+      "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walletid meter lane'",
+    );
+    assert.equal(lane.length, 1, "one lane connection");
+    assert.match(lane[0].query, /name: meter_calls/, "its last statement was the group's");
   });
 
   test("a turn end installed by the entry point decides when a free lane's statement starts", async () => {
@@ -328,16 +346,18 @@ eachDatabase("group-committed metering", (get) => {
     let stall = true;
     let sent!: () => void;
     const inFlight = new Promise<void>((resolve) => (sent = resolve));
+    const lanes: Array<boolean | undefined> = [];
     const stalling: Db = {
       ...db,
-      async queryArrays(text: string, params?: readonly unknown[]) {
+      async queryArrays(text, params, options) {
+        if (text.includes("meter_calls(")) lanes.push(options?.lane);
         if (stall && text.includes("meter_calls(")) {
           stall = false;
           sent();
           await hung; // a database that stopped answering this statement
           throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
         }
-        return await db.queryArrays(text, params);
+        return await db.queryArrays(text, params, options);
       },
     };
     const d = { ...deps, db: stalling };
@@ -351,6 +371,7 @@ eachDatabase("group-committed metering", (get) => {
     release();
     assert.notEqual(behind, "held", "the calls behind the stalled statement were answered while it hung");
     assert.deepEqual((behind as PromiseSettledResult<Metered>[]).map((r) => r.status), ["fulfilled", "fulfilled", "fulfilled"]);
+    assert.deepEqual(lanes, [true, false], "the stall lane's statement on the pool, not behind the one that hangs");
     await assert.rejects(first);
     assert.equal(await debitedTotal(db, c.accountId), 3, "only the calls answered are billed");
   });

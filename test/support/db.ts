@@ -46,7 +46,8 @@ export async function openTestDatabase(kind: "pglite" | "postgres"): Promise<Tes
     return { db, close: () => db.close() };
   }
   const created = await createPostgresDatabase();
-  const db = await openDatabase({ databaseUrl: created.url, max: 4, timeouts: TEST_TIMEOUTS });
+  // as the server opens it: one of the four connections kept for the metering lane
+  const db = await openDatabase({ databaseUrl: created.url, max: 4, timeouts: TEST_TIMEOUTS, lane: true });
   return {
     db,
     url: created.url,

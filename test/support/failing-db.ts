@@ -10,10 +10,10 @@ export function failingDb(inner: Db, failure: () => Error | undefined): Db {
       if (err) throw err;
       return await inner.query(text, params);
     },
-    async queryArrays(text, params) {
+    async queryArrays(text, params, options) {
       const err = failure();
       if (err) throw err;
-      return await inner.queryArrays(text, params);
+      return await inner.queryArrays(text, params, options);
     },
     exec: (text) => inner.exec(text),
     transaction: (fn, options) => inner.transaction((tx) => fn(failingDb(tx, failure)), options),
