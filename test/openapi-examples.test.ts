@@ -3,7 +3,7 @@
 // answers; the OAuth consent, code exchange and revocation, and an x402 purchase through the local
 // facilitator and a key recovery, as flows), normalises the volatile values (times, ids, keys,
 // codes, cursors, transaction hashes, signatures), and compares the result with what
-// src/openapi/recorded-examples.ts holds. UPDATE_EXAMPLES=1 rewrites that file instead.
+// src/openapi/recorded-examples.json holds. UPDATE_EXAMPLES=1 rewrites that file instead.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,10 +11,9 @@ import { after, before, test } from "node:test";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { privateKeyToAccount } from "viem/accounts";
 import { startFacilitator, type Facilitator } from "../scripts/facilitator.ts";
-import { examplePath, REQUEST_EXAMPLES, type RecordedExample, type RequestExample } from "../src/openapi/examples.ts";
+import { examplePath, RECORDED_EXAMPLES, REQUEST_EXAMPLES, type RecordedExample, type RequestExample } from "../src/openapi/examples.ts";
 import type { Operation } from "../src/openapi/operation.ts";
 import { OPERATIONS } from "../src/openapi/operations.ts";
-import { RECORDED_EXAMPLES } from "../src/openapi/recorded-examples.ts";
 import { openTestDatabase, type TestDatabase } from "./support/db.ts";
 import { loadFixtures } from "./support/fixtures.ts";
 import { ROOT } from "./support/process.ts";
@@ -232,16 +231,13 @@ test("every recorded response example is what the server answers to its request 
   await record("metrics", await send("metrics"), 200);
 
   if (process.env.UPDATE_EXAMPLES === "1") {
-    const text = [
-      "// Written by `UPDATE_EXAMPLES=1 node --import tsx --test test/openapi-examples.test.ts`: real",
-      "// responses to the requests of src/openapi/examples.ts, volatile values (times, ids, keys,",
-      "// codes, cursors, hashes) normalised. Checked by that test without UPDATE_EXAMPLES; do not edit by hand.",
-      'import type { RecordedExample } from "./examples.ts";',
-      "",
-      `export const RECORDED_EXAMPLES: Record<string, RecordedExample[]> = ${JSON.stringify(recorded, null, 2)};`,
-      "",
-    ].join("\n");
-    writeFileSync(join(ROOT, "src/openapi/recorded-examples.ts"), text);
+    const file = {
+      $comment: "Real responses to the request examples of src/openapi/examples.ts, volatile values (times, ids, keys, "
+        + "codes, cursors, hashes) normalised, by operationId. Written by `UPDATE_EXAMPLES=1 node --import tsx --test "
+        + "test/openapi-examples.test.ts` and checked by that test without UPDATE_EXAMPLES; do not edit by hand.",
+      examples: recorded,
+    };
+    writeFileSync(join(ROOT, "src/openapi/recorded-examples.json"), `${JSON.stringify(file, null, 2)}\n`);
     return;
   }
   for (const operationId of Object.keys(recorded)) {

@@ -21,8 +21,7 @@ import {
   WalletRecord,
 } from "../http/schemas.ts";
 import { RESPONSE_HEADERS, type ErrorCase, type Operation } from "./operation.ts";
-import { curlExample } from "./examples.ts";
-import { RECORDED_EXAMPLES } from "./recorded-examples.ts";
+import { curlExample, RECORDED_EXAMPLES } from "./examples.ts";
 
 type Json = Record<string, unknown>;
 

@@ -1,8 +1,11 @@
 // The request example of every operation (a curl command line in `x-codeSamples`) and the type of
 // the response examples recorded from real responses of the test suite
-// (src/openapi/recorded-examples.ts, written by `UPDATE_EXAMPLES=1` and checked by
+// (src/openapi/recorded-examples.json, written by `UPDATE_EXAMPLES=1` and checked by
 // test/openapi-examples.test.ts, which fails when the server no longer answers so).
 import type { Operation } from "./operation.ts";
+// a JSON module, not a file read: Node (tsx), Deno and Bun all load it with the module graph,
+// and the handlers stay free of node:fs
+import recorded from "./recorded-examples.json" with { type: "json" };
 
 export interface RequestExample {
   /** Path parameters by name. */
@@ -30,6 +33,9 @@ export interface RecordedExample {
   body?: unknown;
   excerpt?: true;
 }
+
+/** The recorded response examples by operationId. */
+export const RECORDED_EXAMPLES = recorded.examples as Record<string, RecordedExample[]>;
 
 /** The example request of each operation, by operationId; the same requests record the responses. */
 export const REQUEST_EXAMPLES: Record<string, RequestExample> = {
