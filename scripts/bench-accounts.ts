@@ -1,5 +1,5 @@
 // The bench's accounts: on an unlimited custom plan, fully metered, each with credits to spare and
-// one key. Shared by scripts/bench.ts and scripts/bench-instructions.ts.
+// one key.
 import type { Db } from "../src/db/types.ts";
 import { createAccount, grantCredits } from "../src/ledger/accounts.ts";
 import { createApiKey } from "../src/ledger/keys.ts";
