@@ -7,8 +7,8 @@ import { existsSync } from "node:fs";
 import { createPostgresDatabase, TEST_TIMEOUTS } from "./support/db.ts";
 import { openDatabase } from "../src/db/open.ts";
 import type { Db } from "../src/db/types.ts";
-import { processCpuMicros, startCpuWindow } from "../scripts/bench-cpu.ts";
-import { checkTargets, summarizeCase, type CaseSummary, type RoundFigures, type TargetFigures } from "../scripts/bench-report.ts";
+import { processCpuMicros, startCpuWindow } from "../bench/cpu.ts";
+import { checkTargets, summarizeCase, type CaseSummary, type RoundFigures, type TargetFigures } from "../bench/report.ts";
 
 // The CPU window reads /proc (Linux) and the processes of a PostgreSQL server, so it has no PGlite
 // variant: PGlite runs inside the process itself.

@@ -1,6 +1,6 @@
 // npm run bench: every case of the service side by side in one run, over a generated PostgreSQL
 // index of 1,000,000 wallets: a bare hono + postgres.js select by primary key (the reference),
-// the project's baseline (scripts/bench-baseline.ts), metered lookups (single, batches of 50 and
+// the project's baseline (bench/baseline-server.ts), metered lookups (single, batches of 50 and
 // 200, one account and 100), reverse paging (1 and 8 clients), the access log and metrics on
 // against off, then the MCP case, the job and the x402 purchase. Each HTTP case reports req/s,
 // latency and the CPU time per request of its server process and of PostgreSQL (from /proc),
@@ -13,8 +13,8 @@
 //                    [--purchase-clients 8] [--before-entry PATH]
 //
 // --case runs one group: lookup (the lookup cases, in rounds), reverse (the two reverse cases, in
-// rounds), mcp (scripts/bench-mcp.ts), job (scripts/bench-job.ts), purchase
-// (scripts/bench-purchase.ts); the default runs them all. The cases of the rounds are interleaved
+// rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase
+// (bench/purchase.ts); the default runs them all. The cases of the rounds are interleaved
 // (each round runs every case once, every other round in reverse order) so that noise from the
 // rest of the machine hits them alike.
 // --before-entry starts a second metered server from another checkout's entry (for example the
@@ -33,13 +33,13 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import type { Db } from "../src/db/types.ts";
-import { createBenchAccount, ensureBenchPlan, type BenchAccount } from "./bench-accounts.ts";
-import { startCpuWindow } from "./bench-cpu.ts";
-import { benchAddress, CROWD_HANDLE, prepareIndex } from "./bench-index.ts";
-import { checkReverse, type ReverseFigures } from "./bench-reverse.ts";
-import { printJobReport, runJobCase, type JobCaseReport } from "./bench-job.ts";
-import { benchMcp, printMcpReport, type McpFigures } from "./bench-mcp.ts";
-import { printPurchaseReport, runPurchaseCase, type PurchaseCaseReport } from "./bench-purchase.ts";
+import { createBenchAccount, ensureBenchPlan, type BenchAccount } from "./accounts.ts";
+import { startCpuWindow } from "./cpu.ts";
+import { benchAddress, CROWD_HANDLE, prepareIndex } from "./generated-index.ts";
+import { checkReverse, type ReverseFigures } from "./reverse.ts";
+import { printJobReport, runJobCase, type JobCaseReport } from "./job.ts";
+import { benchMcp, printMcpReport, type McpFigures } from "./mcp.ts";
+import { printPurchaseReport, runPurchaseCase, type PurchaseCaseReport } from "./purchase.ts";
 import {
   checkTargets,
   formatRatio,
@@ -49,7 +49,7 @@ import {
   summarizeCase,
   type CaseSummary,
   type RoundFigures,
-} from "./bench-report.ts";
+} from "./report.ts";
 import { serverNodeFlags } from "../test/support/process.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -61,7 +61,7 @@ const LARGE_BATCH_SIZE = 200;
 const SPREAD_ACCOUNTS = 100;
 /**
  * Processes of the logging comparison, each serving the app with the access log and metrics on one
- * port and without them on another (scripts/bench-logging.ts; see BenchCase.replicas). Separate
+ * port and without them on another (bench/logging-server.ts; see BenchCase.replicas). Separate
  * processes per configuration differ by themselves: with five of each, runs measured anything from
  * -1.0 to 6.1% (README, "The logging comparison").
  */
@@ -457,13 +457,13 @@ function lookupCases(
 }
 
 /**
- * driveReverse in a process of its own (scripts/bench-reverse-client.ts): this process's heap,
+ * driveReverse in a process of its own (bench/reverse-client.ts): this process's heap,
  * grown by autocannon over the lookup cases, made the page latencies it measured include its own
  * major GCs.
  */
 async function driveReverseApart(options: { url: string; apiKey: string; handle: string; clients: number; seconds: number }): Promise<ReverseFigures> {
   const args = [options.url, options.apiKey, options.handle, String(options.clients), String(options.seconds)];
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench-reverse-client.ts", ...args], {
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/reverse-client.ts", ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -690,9 +690,9 @@ async function main(): Promise<number> {
     const loggingServers: LoggingServer[] = [];
     const startLogging = async (i: number): Promise<ChildServer> => {
       // half the processes create the app with the access log and metrics first, half the other:
-      // the app created first serves faster (scripts/bench-logging.ts)
+      // the app created first serves faster (bench/logging-server.ts)
       const first = i % 2 === 1 ? "observed" : "quiet";
-      const observed = await start(`logging-${i}`, "scripts/bench-logging.ts", { ...env, FIRST: first }, ["QUIET_PORT"]);
+      const observed = await start(`logging-${i}`, "bench/logging-server.ts", { ...env, FIRST: first }, ["QUIET_PORT"]);
       const quiet = { ...observed, name: `logging-${i}-quiet`, url: `http://127.0.0.1:${observed.ports.QUIET_PORT}`, stop: async () => {} };
       loggingServers.push({ observed, quiet });
       // the port created second may open after PORT answered
@@ -706,8 +706,8 @@ async function main(): Promise<number> {
       ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
       ...(runs("lookup")
         ? [
-            start("bare", "scripts/bench-bare.ts", env),
-            start("baseline", "scripts/bench-baseline.ts", env),
+            start("bare", "bench/bare-server.ts", env),
+            start("baseline", "bench/baseline-server.ts", env),
             ...Array.from({ length: LOGGING_PROCESSES }, (_, i) => startLogging(i + 1)),
             ...(settings.beforeEntry ? [start("before", settings.beforeEntry, env)] : []),
           ]

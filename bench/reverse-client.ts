@@ -6,13 +6,13 @@
 // client (README, "The reverse page's round 1"). A process that does nothing else pauses only for
 // its own pages.
 //
-//   node --import tsx scripts/bench-reverse-client.ts <url> <api key> <handle> <clients> <seconds>
+//   node --import tsx bench/reverse-client.ts <url> <api key> <handle> <clients> <seconds>
 import process from "node:process";
-import { driveReverse } from "./bench-reverse.ts";
+import { driveReverse } from "./reverse.ts";
 
 const [url, apiKey, handle, clients, seconds] = process.argv.slice(2);
 if (!url || !apiKey || !handle || !(Number(clients) > 0) || !(Number(seconds) > 0)) {
-  process.stderr.write("usage: bench-reverse-client.ts <url> <api key> <handle> <clients> <seconds>\n");
+  process.stderr.write("usage: bench/reverse-client.ts <url> <api key> <handle> <clients> <seconds>\n");
   process.exit(2);
 }
 const figures = await driveReverse({ url, apiKey, handle, clients: Number(clients), seconds: Number(seconds) });

@@ -1,4 +1,4 @@
-// The server of the bench's logging comparison (scripts/bench.ts): one process serving the real app
+// The server of the bench's logging comparison (bench/bench.ts): one process serving the real app
 // twice, on PORT with the access log (LOG_LEVEL=info, to stdout) and request metrics on, and on
 // QUIET_PORT with both off (LOG_LEVEL=silent, METRICS=off), each app with its own database pool,
 // built by createApp as src/main.ts builds it on Node (without the peer address and Node's gzip,
