@@ -753,6 +753,8 @@ async function main(): Promise<number> {
       log(`MCP: ${settings.connections} SDK clients calling walletid_resolve_wallets, beside REST GET /wallet from as many fetch callers.`);
       return benchMcp({
         url: real!.url,
+        serverPid: real!.pid,
+        db,
         apiKey: keys.single,
         clients: settings.connections,
         seconds: settings.durationSeconds,
