@@ -6,13 +6,12 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import type { Db } from "../src/db/types.ts";
 import { processCpuMicros } from "./cpu.ts";
+import { ROOT } from "./servers.ts";
 import { workerArgs } from "../test/support/process.ts";
 import { startFakeEthRpc, startFakeNeynar } from "../test/support/upstreams.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 // fids of the fake's accounts, far above the generated index's, so the bench can remove them
 const FID_BASE = 1_500_000_000;
 

@@ -1,10 +1,8 @@
 // The load generator of the reverse cases of npm run bench, as a process of its own: pages the
-// crowd for the given seconds (driveReverse) and prints the figures as one JSON line. The bench
-// process has driven every lookup case with autocannon by the time the reverse cases run, and its
-// heap is large: V8 collected it with a major GC about every 0.7 s through round 1's one-client
-// window, 3 to 13 ms each, and every one of them landed in a page's latency as measured by the
-// client (README, "The reverse page's round 1"). A process that does nothing else pauses only for
-// its own pages.
+// crowd for the given seconds (driveReverse) and prints the figures as one JSON line. By the time
+// the reverse cases run, the bench process has driven every lookup case with autocannon and its
+// heap is large: its major GCs (3 to 13 ms, about one every 0.7 s) landed in the page latencies
+// it measured. A process that does nothing else pauses only for its own pages.
 //
 //   node --import tsx bench/reverse-client.ts <url> <api key> <handle> <clients> <seconds>
 import process from "node:process";
