@@ -1,14 +1,17 @@
 // What npm run bench reports beside req/s: the CPU time of a server process and of the PostgreSQL
 // processes of the bench database over a window (not of other databases on the same server), and
-// the acceptance targets it marks met or missed.
+// the acceptance targets it marks met or missed; and that it refuses a flag it cannot run.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createPostgresDatabase, TEST_TIMEOUTS } from "./support/db.ts";
 import { openDatabase } from "../src/db/open.ts";
 import type { Db } from "../src/db/types.ts";
-import { processCpuMicros, startCpuWindow } from "../scripts/bench-cpu.ts";
-import { checkTargets, summarizeCase, type CaseSummary, type RoundFigures, type TargetFigures } from "../scripts/bench-report.ts";
+import { processCpuMicros, startCpuWindow } from "../bench/cpu.ts";
+import { checkTargets, summarizeCase, type CaseSummary, type RoundFigures, type TargetFigures } from "../bench/report.ts";
+import { ROOT } from "./support/process.ts";
 
 // The CPU window reads /proc (Linux) and the processes of a PostgreSQL server, so it has no PGlite
 // variant: PGlite runs inside the process itself.
@@ -118,5 +121,26 @@ describe("the bench's targets", () => {
     assert.equal(v["job >= 10,000 wallets/s"], false);
     assert.equal(v["job worker peak < 200 MB"], false);
     assert.equal(v["MCP >= 0.5 of REST"], null);
+  });
+});
+
+describe("npm run bench's flags", () => {
+  /** `npm run bench -- <args>` as package.json runs it (tsx <entry>), without npm in between. */
+  function runBench(args: string[]): Promise<{ code: number | null; stderr: string }> {
+    const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.bench;
+    const [command, entry] = script.split(" ");
+    assert.equal(command, "tsx", `npm run bench runs ${script}`);
+    return new Promise((resolve) => {
+      execFile(process.execPath, ["--import", "tsx", entry, ...args], { cwd: ROOT, timeout: 60_000 }, (err, _stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+      );
+    });
+  }
+
+  // refused before the bench touches a database or starts a server
+  test("an unknown --case is refused with one line naming the cases", async () => {
+    const { code, stderr } = await runBench(["--case", "lookups"]);
+    assert.equal(code, 1, stderr);
+    assert.equal(stderr.trim(), 'Cannot run the bench: --case must be all, lookup, reverse, mcp, job, purchase, not "lookups"');
   });
 });

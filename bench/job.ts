@@ -6,12 +6,12 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import type { Db } from "../src/db/types.ts";
+import { processCpuMicros } from "./cpu.ts";
+import { ROOT } from "./servers.ts";
 import { workerArgs } from "../test/support/process.ts";
 import { startFakeEthRpc, startFakeNeynar } from "../test/support/upstreams.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 // fids of the fake's accounts, far above the generated index's, so the bench can remove them
 const FID_BASE = 1_500_000_000;
 
@@ -50,17 +50,10 @@ function peakRssMb(pid: number): number | null {
   }
 }
 
-const TICKS_PER_SECOND = 100;
-
 /** CPU seconds (utime + stime) a process has used so far; null once it is gone or without /proc. */
 function cpuSeconds(pid: number): number | null {
-  try {
-    // the fields after the command name, which is in parentheses and may hold spaces
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
+  const micros = processCpuMicros(pid);
+  return micros === undefined ? null : micros / 1e6;
 }
 
 /**

@@ -9,7 +9,8 @@ import { performance } from "node:perf_hooks";
 import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { cpuSeconds, cpuSpent, serverProcesses } from "./proc-cpu.ts";
+import type { Db } from "../src/db/types.ts";
+import { startCpuWindow } from "./cpu.ts";
 
 export const MCP_RATIO_TARGET = 0.5;
 
@@ -24,8 +25,12 @@ export interface CallFigures {
   failures: number;
   /** Calls per second in each round. */
   rounds: number[];
-  /** CPU microseconds per call over all rounds: the server process, its PostgreSQL backends, the load generator. */
-  cpuUs: { server: number; database: number; client: number };
+  /**
+   * CPU microseconds per call over all rounds: the server process, PostgreSQL (the bench
+   * database's backends and the server's helpers, as in the other cases), the load generator.
+   * Null without /proc.
+   */
+  cpuUs: { server: number | null; database: number | null; client: number };
 }
 
 export interface McpFigures {
@@ -52,33 +57,34 @@ interface Tally {
   seconds: number;
   failures: number;
   latencies: number[];
-  cpu: { server: number; database: number; client: number };
+  /** Microseconds; null once a slice could not read /proc. */
+  cpu: { server: number | null; database: number | null; client: number };
 }
 
 function emptyTally(): Tally {
   return { calls: 0, seconds: 0, failures: 0, latencies: [], cpu: { server: 0, database: 0, client: 0 } };
 }
 
+const plus = (a: number | null, b: number | null) => (a === null || b === null ? null : a + b);
+
 function addTally(into: Tally, t: Tally): void {
   into.calls += t.calls;
   into.seconds += t.seconds;
   into.failures += t.failures;
   for (const l of t.latencies) into.latencies.push(l);
-  into.cpu.server += t.cpu.server;
-  into.cpu.database += t.cpu.database;
+  into.cpu.server = plus(into.cpu.server, t.cpu.server);
+  into.cpu.database = plus(into.cpu.database, t.cpu.database);
   into.cpu.client += t.cpu.client;
 }
 
 /**
  * `clients` loops calling `call` until the deadline: calls, latencies, failures, and the CPU
- * seconds of the server listening on `port`, of its PostgreSQL backends and of this process.
+ * time of the server process `serverPid`, of PostgreSQL and of this process.
  */
-async function drive(clients: Array<() => Promise<void>>, seconds: number, port: number): Promise<Tally> {
+async function drive(clients: Array<() => Promise<void>>, seconds: number, cpu: { db: Db; serverPid: number | undefined }): Promise<Tally> {
   const latencies: number[] = [];
   let failures = 0;
-  const first = serverProcesses(port);
-  const pids = [...(first.server === null ? [] : [first.server]), ...first.database];
-  const before = cpuSeconds(pids);
+  const window = await startCpuWindow(cpu.db, cpu.serverPid);
   const clientBefore = process.cpuUsage();
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
@@ -97,19 +103,13 @@ async function drive(clients: Array<() => Promise<void>>, seconds: number, port:
   );
   const elapsed = (performance.now() - started) / 1000;
   const client = process.cpuUsage(clientBefore);
-  // backends the pool opened during the slice count too
-  const after = cpuSeconds([...new Set([...pids, ...serverProcesses(port).database])]);
-  const server = new Map<number, number>();
-  if (first.server !== null) {
-    server.set(first.server, after.get(first.server) ?? 0);
-    after.delete(first.server);
-  }
+  const spent = await window.stop();
   return {
     calls: latencies.length,
     seconds: elapsed,
     failures,
     latencies,
-    cpu: { server: cpuSpent(before, server), database: cpuSpent(before, after), client: (client.user + client.system) / 1e6 },
+    cpu: { server: spent.serverMicros, database: spent.postgresMicros, client: client.user + client.system },
   };
 }
 
@@ -117,7 +117,7 @@ function figuresOf(label: string, rounds: Tally[]): CallFigures {
   const all = emptyTally();
   for (const r of rounds) addTally(all, r);
   const latencies = all.latencies.sort((a, b) => a - b);
-  const perCall = (seconds: number) => (seconds * 1e6) / Math.max(1, all.calls);
+  const perCall = (micros: number) => micros / Math.max(1, all.calls);
   return {
     label,
     callsPerSecond: all.calls / all.seconds,
@@ -125,12 +125,19 @@ function figuresOf(label: string, rounds: Tally[]): CallFigures {
     p99Ms: percentile(latencies, 99),
     failures: all.failures,
     rounds: rounds.map((r) => r.calls / r.seconds),
-    cpuUs: { server: perCall(all.cpu.server), database: perCall(all.cpu.database), client: perCall(all.cpu.client) },
+    cpuUs: {
+      server: all.cpu.server === null ? null : perCall(all.cpu.server),
+      database: all.cpu.database === null ? null : perCall(all.cpu.database),
+      client: perCall(all.cpu.client),
+    },
   };
 }
 
 export async function benchMcp(options: {
   url: string;
+  /** The server's process and the bench database, for the CPU figures. */
+  serverPid: number | undefined;
+  db: Db;
   apiKey: string;
   clients: number;
   seconds: number;
@@ -140,7 +147,7 @@ export async function benchMcp(options: {
   log: (line: string) => void;
 }): Promise<McpFigures> {
   const { url, apiKey, pickWallet } = options;
-  const port = Number(new URL(url).port);
+  const cpu = { db: options.db, serverPid: options.serverPid };
   const headers = { Authorization: `Bearer ${apiKey}` };
   const sessions = await Promise.all(
     Array.from({ length: options.clients }, async () => {
@@ -177,7 +184,7 @@ export async function benchMcp(options: {
     { id: "rest", label: "REST GET /wallet (fetch)", callers: sessions.map(() => restCall) },
   ];
   try {
-    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds, port);
+    if (options.warmupSeconds > 0) for (const c of cases) await drive(c.callers, options.warmupSeconds, cpu);
     const slices = Math.max(1, Math.round(options.seconds / SLICE_SECONDS));
     const rounds = new Map(cases.map((c) => [c.id, [] as Tally[]]));
     for (let round = 1; round <= options.rounds; round++) {
@@ -185,7 +192,7 @@ export async function benchMcp(options: {
       for (let slice = 0; slice < slices; slice++) {
         // alternate the order so no case always runs right after the same neighbour
         for (const c of (round + slice) % 2 === 1 ? cases : [...cases].reverse()) {
-          addTally(tallies.get(c.id)!, await drive(c.callers, options.seconds / slices, port));
+          addTally(tallies.get(c.id)!, await drive(c.callers, options.seconds / slices, cpu));
         }
       }
       for (const c of cases) {
@@ -212,7 +219,8 @@ export async function benchMcp(options: {
 }
 
 function cpuLine(cpu: CallFigures["cpuUs"]): string {
-  return `CPU µs/call: server ${cpu.server.toFixed(0)}, PostgreSQL ${cpu.database.toFixed(0)}, load generator ${cpu.client.toFixed(0)}`;
+  const us = (x: number | null) => (x === null ? "n/a" : x.toFixed(0));
+  return `CPU µs/call: server ${us(cpu.server)}, PostgreSQL ${us(cpu.database)}, load generator ${us(cpu.client)}`;
 }
 
 export function printMcpReport(f: McpFigures, log: (line: string) => void): void {

@@ -1,4 +1,5 @@
-// The part of autocannon's programmatic API that scripts/bench.ts uses (the package ships no types).
+// The part of autocannon's programmatic API that the bench's lookup cases use (bench/lookup.ts);
+// the package ships no types.
 declare module "autocannon" {
   namespace autocannon {
     interface Request {

@@ -1,6 +1,6 @@
 // The bench's baseline server: GET /api/v1/wallet/{address} on the same stack as the real one
 // (hono on @hono/node-server, postgres.js through openDatabase with the same pool, the same point
-// select, record building and JSON), without authentication or metering. Run by scripts/bench.ts.
+// select, record building and JSON), without authentication or metering. Run by bench/bench.ts.
 import process from "node:process";
 import { Hono } from "hono";
 import { serve } from "@hono/node-server";

@@ -1,13 +1,13 @@
-// The server of the bench's logging comparison (scripts/bench.ts): one process serving the real app
+// The server of the bench's logging comparison (bench/lookup.ts): one process serving the real app
 // twice, on PORT with the access log (LOG_LEVEL=info, to stdout) and request metrics on, and on
 // QUIET_PORT with both off (LOG_LEVEL=silent, METRICS=off), each app with its own database pool,
 // built by createApp as src/main.ts builds it on Node (without the peer address and Node's gzip,
 // which the compared GET /wallet never uses). Two configurations in one process, because processes
 // started alike differ by up to 14% in CPU per request for their whole life: compared within one
-// process, that difference falls on both alike (README, "The logging comparison"). The app created
-// first serves faster: with both configured alike, the second answered 0.92-1.00 of the first's
-// requests a second in seven processes. FIRST (observed or quiet) says which is created first; the
-// bench gives half its processes each order.
+// process, that difference falls on both alike. The app created first serves faster: with both
+// configured alike, the second answered 0.92-1.00 of the first's requests a second in seven
+// processes. FIRST (observed or quiet) says which is created first; the bench gives half its
+// processes each order.
 import process from "node:process";
 import { serve } from "@hono/node-server";
 import { readConfig, type Config } from "../src/config.ts";

@@ -3,16 +3,14 @@
 // (@x402/fetch over viem local accounts), then 50 concurrent submissions of one signed payment,
 // which must grant exactly one pack.
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../src/db/types.ts";
+import { freePort, ROOT } from "./servers.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const PAY_TO = "0x5e11e5000000000000000000000000000000a402";
 
 export interface PurchaseCaseReport {
@@ -30,15 +28,6 @@ interface ChildServer {
   url: string;
   failure: () => string | undefined;
   stop: () => Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** `npm run facilitator` as a child process; resolves with its URL from its one line. */

@@ -1,7 +1,12 @@
-// The reverse-lookup cases of npm run bench: clients page a handle held by 10,000 wallets from
-// the first page to the last, following next_cursor, for pages per second and the page latency
-// percentiles. A first walk is checked: every holder once, in order.
+// The reverse-lookup cases of npm run bench: clients page a handle held by one wallet in a hundred
+// (10,000 of the default index) from the first page to the last, following next_cursor, for pages
+// per second and the page latency percentiles, from a process of their own
+// (bench/reverse-client.ts). A first walk is checked: every holder once, in order.
+import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
+import process from "node:process";
+import type { BenchCase, CaseId } from "./rounds.ts";
+import { ROOT, type ChildServer } from "./servers.ts";
 
 export interface ReverseFigures {
   clients: number;
@@ -116,4 +121,41 @@ export async function driveReverse(options: {
     maxMs: latencies.at(-1) ?? 0,
     failures,
   };
+}
+
+/**
+ * driveReverse in a process of its own (bench/reverse-client.ts): this process's heap,
+ * grown by autocannon over the lookup cases, made the page latencies it measured include its own
+ * major GCs.
+ */
+async function driveReverseApart(options: { url: string; apiKey: string; handle: string; clients: number; seconds: number }): Promise<ReverseFigures> {
+  const args = [options.url, options.apiKey, options.handle, String(options.clients), String(options.seconds)];
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/reverse-client.ts", ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  child.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const line = out.trim().split("\n").at(-1);
+  if (code !== 0 || !line) throw new Error(`The reverse client exited with ${code}: ${err.trim()}`);
+  return JSON.parse(line) as ReverseFigures;
+}
+
+/** The reverse cases: one client paging alone (the latency target), and `reverseClients` together. */
+export function reverseCases(real: ChildServer, apiKey: string, handle: string, reverseClients: number): BenchCase[] {
+  const reverse = (id: CaseId, clients: number): BenchCase => ({
+    id,
+    label: `reverse pages of 100, ${clients} client${clients === 1 ? "" : "s"}`,
+    server: real,
+    connections: clients,
+    walletsPerRequest: 100,
+    drive: async (seconds) => {
+      const f = await driveReverseApart({ url: real.url, apiKey, handle, clients, seconds });
+      return { rps: f.pagesPerSecond, p50Ms: f.p50Ms, p99Ms: f.p99Ms, requests: f.pages, failed: f.failures, statusCodes: {} };
+    },
+  });
+  return [reverse("reverse-1", 1), reverse("reverse-many", reverseClients)];
 }

@@ -1,5 +1,5 @@
 // What npm run bench prints: the cases side by side with their CPU time per request, the ratios
-// between them, and the acceptance targets (issue 13) each marked met or missed.
+// between them, and the acceptance targets, each marked met or missed.
 
 /** One measured window of one case. */
 export interface RoundFigures {

@@ -1,0 +1,347 @@
+// npm run bench: every case of the service side by side in one run, over a generated PostgreSQL
+// index of 1,000,000 wallets: a bare hono + postgres.js select by primary key (the reference),
+// the project's baseline (bench/baseline-server.ts), metered lookups (single, batches of 50 and
+// 200, one account and 100), reverse paging (1 and 8 clients), the access log and metrics on
+// against off, then the MCP case, the job and the x402 purchase. Each HTTP case reports req/s,
+// latency and the CPU time per request of its server process and of PostgreSQL (from /proc),
+// which is steadier than req/s on a shared machine; the run ends with the ratios and the
+// acceptance targets, each marked met or missed. docs/performance.md explains the method and
+// keeps the figures.
+//
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase] [--duration 10] [--warmup 3]
+//                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
+//                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
+//                    [--purchase-clients 8] [--before-entry PATH]
+//
+// --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
+// rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
+// them all. The rounds are bench/rounds.ts.
+// --before-entry starts a second metered server from another checkout's entry (for example the
+// previous commit's src/main.ts on the same database) and drives its metered cases in the same
+// rounds as this one's, so a change is measured side by side under the same load.
+// --server-wait: minutes to keep retrying a server entry that fails on a module not written yet.
+// Figures go to stdout and .bench/results.json (.bench/<group>-results.json for one group other
+// than lookup). Exits 1 when a server fails to start or dies.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { createBenchAccounts, readMetering } from "./accounts.ts";
+import { CROWD_HANDLE, prepareIndex } from "./generated-index.ts";
+import { printJobReport, runJobCase } from "./job.ts";
+import {
+  BATCH_SIZE,
+  checkSameAnswers,
+  LARGE_BATCH_SIZE,
+  lookupCases,
+  randomWallet,
+  SPREAD_ACCOUNTS,
+  startLoggingServers,
+  type LoggingServer,
+} from "./lookup.ts";
+import { benchMcp, printMcpReport } from "./mcp.ts";
+import { printPurchaseReport, runPurchaseCase } from "./purchase.ts";
+import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type CaseSummary } from "./report.ts";
+import { checkReverse, reverseCases } from "./reverse.ts";
+import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
+import { ROOT, startServer, type ChildServer } from "./servers.ts";
+
+const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
+const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
+
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
+type Group = (typeof GROUPS)[number];
+
+interface Settings {
+  durationSeconds: number;
+  warmupSeconds: number;
+  rounds: number;
+  connections: number;
+  wallets: number;
+  rebuild: boolean;
+  serverWaitMinutes: number;
+  serverEntry: string;
+  reverseClients: number;
+  case: "all" | Group;
+  jobSize: number;
+  beforeEntry: string | undefined;
+  purchaseClients: number;
+}
+
+function readSettings(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: "string", default: "10" },
+      warmup: { type: "string", default: "3" },
+      rounds: { type: "string", default: "2" },
+      connections: { type: "string", default: "32" },
+      wallets: { type: "string", default: "1000000" },
+      rebuild: { type: "boolean", default: false },
+      "server-wait": { type: "string", default: "10" },
+      "server-entry": { type: "string", default: "src/main.ts" },
+      "reverse-clients": { type: "string", default: "8" },
+      case: { type: "string", default: "all" },
+      "job-size": { type: "string", default: "100000" },
+      "before-entry": { type: "string" },
+      "purchase-clients": { type: "string", default: "8" },
+    },
+  });
+  const whole = (name: string, value: string, min: number) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new Error(`Cannot run the bench: --${name} must be a whole number of at least ${min}`);
+    return n;
+  };
+  return {
+    durationSeconds: whole("duration", values.duration, 1),
+    warmupSeconds: whole("warmup", values.warmup, 0),
+    rounds: whole("rounds", values.rounds, 1),
+    connections: whole("connections", values.connections, 1),
+    wallets: whole("wallets", values.wallets, 1000),
+    rebuild: values.rebuild,
+    serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
+    serverEntry: values["server-entry"],
+    reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
+    case: (["all", ...GROUPS] as const).find((c) => c === values.case) ?? failCase(values.case),
+    jobSize: whole("job-size", values["job-size"], 20),
+    beforeEntry: values["before-entry"],
+    purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
+  };
+}
+
+function failCase(value: string): never {
+  throw new Error(`Cannot run the bench: --case must be all, ${GROUPS.join(", ")}, not ${JSON.stringify(value)}`);
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+const RESULTS_FILE: Record<Settings["case"], string> = {
+  all: "results.json",
+  lookup: "results.json",
+  reverse: "reverse-results.json",
+  mcp: "mcp-results.json",
+  job: "job-results.json",
+  purchase: "purchase-results.json",
+};
+
+async function main(): Promise<number> {
+  const settings = readSettings(process.argv.slice(2));
+  const startedAt = performance.now();
+  const log = (line: string) => console.log(line);
+  const runs = (group: Group) => settings.case === "all" || settings.case === group;
+
+  const index = await prepareIndex({
+    serverUrl: SERVER_URL,
+    adminDatabase: "test",
+    database: BENCH_DATABASE,
+    wallets: settings.wallets,
+    rebuild: settings.rebuild,
+    log,
+  });
+  const { db } = index;
+  if (index.loadMs !== null) log(`Loaded the index in ${(index.loadMs / 1000).toFixed(1)} s (including VACUUM ANALYZE).`);
+  const c = index.counts;
+  log(`Index: ${c.wallets} wallets, ${c.links} links, ${c.farcasterAccounts} farcaster accounts, ${c.twitterReachability} reachability rows.`);
+
+  const servers: ChildServer[] = [];
+  let exitCode = 0;
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()));
+  process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
+  try {
+    const [first, ...spread] = await createBenchAccounts(db, runs("lookup") ? 1 + SPREAD_ACCOUNTS : 1, new Date());
+    const keys = { single: first.apiKey, spread: spread.map((a) => a.apiKey) };
+    // the lookup servers run without a job worker polling beside them
+    const env = { DATABASE_URL: index.databaseUrl, WORKER: "0" };
+    const retryForMs = settings.serverWaitMinutes * 60_000;
+    const start = (name: string, entry: string, serverEnv: Record<string, string>, portEnv?: string[]) =>
+      startServer(name, entry, serverEnv, { retryForMs, log, portEnv });
+
+    // the metered servers run without logs or metrics; the logging comparison has processes of
+    // its own (bench/lookup.ts), each serving the app with both (an access line per request, to
+    // its log file under .bench/) and without, measured side by side; they start beside the others
+    const loggingStarted = Promise.allSettled([runs("lookup") ? startLoggingServers(start, env) : []]);
+    const started = await Promise.allSettled([
+      ...(runs("lookup") || runs("reverse") || runs("mcp") ? [start("real", settings.serverEntry, { ...env, METRICS: "off" })] : []),
+      ...(runs("lookup")
+        ? [
+            start("bare", "bench/bare-server.ts", env),
+            start("baseline", "bench/baseline-server.ts", env),
+            ...(settings.beforeEntry ? [start("before", settings.beforeEntry, env)] : []),
+          ]
+        : []),
+    ]);
+    const [loggingOutcome] = await loggingStarted;
+    for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
+    const logging: LoggingServer[] = loggingOutcome.status === "fulfilled" ? loggingOutcome.value : [];
+    servers.push(...logging.map((l) => l.observed));
+    for (const s of [...started, loggingOutcome]) if (s.status === "rejected") throw s.reason;
+    const byName = (name: string) => servers.find((s) => s.name === name);
+    const real = byName("real");
+
+    const cases: BenchCase[] = [];
+    if (runs("lookup")) {
+      const [bare, baseline] = [byName("bare")!, byName("baseline")!];
+      const problems = await checkSameAnswers({ real: real!.url, baseline: baseline.url, bare: bare.url }, keys, settings.wallets);
+      if (problems.some((p) => p.includes(" answered "))) throw new Error(`Cannot run the bench: ${problems.join("\n")}`);
+      for (const p of problems) log(`WARNING: ${p}`);
+      cases.push(...lookupCases({ bare, baseline, real: real!, logging, before: byName("before") }, keys, settings));
+    }
+    if (runs("reverse")) {
+      const holders = await checkReverse({ url: real!.url, apiKey: keys.single, handle: CROWD_HANDLE });
+      log(`Reverse check: ${holders} holders of ${CROWD_HANDLE}, each once and in order; the reverse cases page them all, again and again.`);
+      cases.push(...reverseCases(real!, keys.single, CROWD_HANDLE, settings.reverseClients));
+    }
+    const summaries = cases.length > 0 ? await runRounds(db, cases, settings, log) : [];
+
+    // a case that fails costs its own figures only: the run goes on, reports it, and exits 1
+    const failed: Group[] = [];
+    const attempt = async <T>(group: Group, run: () => Promise<T>): Promise<T | undefined> => {
+      if (!runs(group)) return undefined;
+      log("");
+      try {
+        return await run();
+      } catch (err) {
+        log(`The ${group} case failed: ${(err as Error).message}`);
+        failed.push(group);
+        exitCode = 1;
+        return undefined;
+      }
+    };
+
+    const mcp = await attempt("mcp", () => {
+      log(`MCP: ${settings.connections} SDK clients calling walletid_resolve_wallets, beside REST GET /wallet from as many fetch callers.`);
+      return benchMcp({
+        url: real!.url,
+        serverPid: real!.pid,
+        db,
+        apiKey: keys.single,
+        clients: settings.connections,
+        seconds: settings.durationSeconds,
+        warmupSeconds: settings.warmupSeconds,
+        rounds: settings.rounds,
+        pickWallet: () => randomWallet(settings.wallets),
+        log,
+      });
+    });
+    for (const s of servers) if (s.failure()) throw new Error(s.failure());
+    await stopAll();
+    const metering = cases.length > 0 ? await readMetering(db) : undefined;
+
+    const job = await attempt("job", () =>
+      runJobCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        apiKey: first.apiKey,
+        accountId: first.accountId,
+        size: settings.jobSize,
+        serverEntry: settings.serverEntry,
+        startServer: start,
+        log,
+      }),
+    );
+    const purchase = await attempt("purchase", () =>
+      runPurchaseCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        serverEntry: settings.serverEntry,
+        clients: settings.purchaseClients,
+        seconds: settings.durationSeconds,
+        startServer: start,
+        log,
+      }),
+    );
+
+    // everything side by side at the end, where the run's last screen shows it
+    const byId = Object.fromEntries(summaries.map((s) => [s.id, s])) as Partial<Record<CaseId, CaseSummary>>;
+    const ratios = ratioLines(byId);
+    if (summaries.length > 0) {
+      log("");
+      printCaseTable(summaries, log);
+      log("");
+      for (const line of ratios.lines) log(line);
+      if (metering) {
+        log(
+          `metering over the rounds: ${metering.usageEvents} calls in /usage, ${metering.rateUnits} rate units counted, ` +
+            `${metering.matchesDebited} matches debited over ${metering.debitCalls} calls`,
+        );
+      }
+      for (const s of summaries) {
+        if (s.failed > 0) log(`WARNING: ${s.label}: ${s.failed} failed requests (status codes by round: ${s.rounds.map((r) => JSON.stringify(r.statusCodes)).join(" ")})`);
+      }
+    }
+    if (mcp) {
+      log("");
+      printMcpReport(mcp, log);
+    }
+    if (job) {
+      log("");
+      printJobReport(job, log);
+    }
+    if (purchase) {
+      log("");
+      printPurchaseReport(purchase, log);
+    }
+    const targets = checkTargets({ cases: byId, mcp, job, failed });
+    log("");
+    printTargets(targets, log);
+
+    const results = {
+      finishedAt: new Date().toISOString(),
+      machine: { cpus: availableParallelism(), node: process.version },
+      settings: { ...settings, batchSizes: [BATCH_SIZE, LARGE_BATCH_SIZE], spreadAccounts: SPREAD_ACCOUNTS },
+      index: { database: BENCH_DATABASE, loadSeconds: index.loadMs === null ? null : index.loadMs / 1000, counts: index.counts },
+      cases: byId,
+      ratios: ratios.values,
+      metering,
+      mcp,
+      job,
+      purchase,
+      failed,
+      targets,
+    };
+    mkdirSync(join(ROOT, ".bench"), { recursive: true });
+    writeFileSync(join(ROOT, ".bench", RESULTS_FILE[settings.case]), `${JSON.stringify(results, null, 2)}\n`);
+    const seconds = Math.round((performance.now() - startedAt) / 1000);
+    log(`Wrote .bench/${RESULTS_FILE[settings.case]} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
+  } catch (err) {
+    console.error((err as Error).message);
+    exitCode = 1;
+  } finally {
+    await stopAll();
+    await db.close();
+  }
+  return exitCode;
+}
+
+/** The ratios between cases that were run: lines to print and the values for the results file. */
+function ratioLines(byId: Partial<Record<CaseId, CaseSummary>>) {
+  const pairs: Array<[name: string, a: CaseId, b: CaseId]> = [
+    ["metered single / baseline", "metered", "baseline"],
+    ["metered single / bare", "metered", "bare"],
+    ["baseline / bare", "baseline", "bare"],
+    [`${SPREAD_ACCOUNTS} accounts / 1 account`, "metered-accounts", "metered"],
+    ["access log and metrics on / off", "metered-observed", "metered-quiet"],
+    ["metered single / the same before", "metered", "metered-before"],
+    [`batch of ${BATCH_SIZE} / the same before`, "batch", "batch-before"],
+  ];
+  const lines: string[] = [];
+  const values: Record<string, ReturnType<typeof ratioOf>> = {};
+  for (const [name, a, b] of pairs) {
+    const [x, y] = [byId[a], byId[b]];
+    if (!x || !y) continue;
+    const r = ratioOf(x, y);
+    values[name] = r;
+    const rounds = x.rounds.map((round, i) => (round.rps / y.rounds[i].rps).toFixed(2)).join(", ");
+    lines.push(`${name}: ${formatRatio(r)} (req/s by round: ${rounds})`);
+  }
+  return { lines, values };
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    console.error(err.message.startsWith("Cannot") ? err.message : `Cannot run the bench: ${err.stack ?? err.message}`);
+    process.exit(1);
+  },
+);
