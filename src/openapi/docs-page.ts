@@ -90,6 +90,27 @@ pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;max-height:320px
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #e3e6ec;padding:4px 6px;vertical-align:top;text-align:left}
 .status{font-weight:600}.s2{color:#2f7d32}.s4{color:#b26a00}.s5{color:#b3261e}summary{cursor:pointer;margin:4px 0}`;
 
+/**
+ * The guides kept in the repository's docs/ folder, named as plain paths: the service has no
+ * public repository URL to link to, and the page loads nothing from elsewhere.
+ */
+const GUIDES: Array<[path: string, about: string]> = [
+  ["README.md", "what walletid is, a walk-through against the demo index, configuration"],
+  ["docs/api.md", "billing and idempotency, limits and rate windows, errors, cursors, reverse lookups, estimate, async jobs, how records are decided, the import format"],
+  ["docs/mcp.md", "connecting an MCP host, the tools, credentials, errors and limits"],
+  ["docs/payments.md", "buying credits over x402, top-up, key recovery, the local facilitator"],
+  ["docs/oauth.md", "how MCP hosts connect with OAuth, and its rules"],
+  ["docs/operating.md", "deployment, runtimes, the admin CLI, workers, maintenance, logs, metrics, database faults"],
+  ["docs/development.md", "the layout, the tests, adding an endpoint to both faces"],
+  ["docs/architecture.md", "the path of a request from entry to SQL, metering, the ledger"],
+  ["docs/performance.md", "the benchmark and what was measured"],
+];
+
+function guidesSection(): string {
+  const items = GUIDES.map(([path, about]) => `<li><code>${escapeHtml(path)}</code>: ${escapeHtml(about)}</li>`).join("");
+  return `<h2 id="guides">Guides</h2><p>This page is the reference. The guides in walletid's source repository explain what it cannot say one operation at a time:</p><ul>${items}</ul>`;
+}
+
 export function renderDocsPage(document: Json): string {
   const ops: Array<{ path: string; method: string; op: Json }> = [];
   for (const [path, item] of Object.entries(document.paths as Json)) {
@@ -118,8 +139,9 @@ export function renderDocsPage(document: Json): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(document.info.title)} API reference ${escapeHtml(document.info.version)}</title><style>${STYLE}</style></head>
 <body><header><h1>${escapeHtml(document.info.title)} API reference</h1><div>Version ${escapeHtml(document.info.version)} · base URL <code>${escapeHtml(document.servers[0].url)}</code> · <a style="color:#9cc3ff" href="${escapeHtml(new URL(document.servers[0].url).pathname)}/openapi.json">openapi.json</a> (OpenAPI ${escapeHtml(document.openapi)})</div></header>
-<main><nav>${nav}${schemaNav}</nav><article>
+<main><nav><h4><a href="#guides">Guides</a></h4>${nav}${schemaNav}</nav><article>
 <p>${prose(document.info.description)}</p>
+${guidesSection()}
 <h2>Authentication</h2><ul>${schemes}</ul>
 ${sections}
 ${schemaSections}
