@@ -888,6 +888,8 @@ DECLARE
   v_counted boolean := false;
   v_claimed boolean;
   v_claimed_at timestamptz;
+  v_attempt boolean;
+  v_reused boolean := false;
   v_call_key text := p_call_key;
   v_minute timestamptz := date_trunc('minute', p_now, 'UTC');
   v_day timestamptz := date_trunc('day', p_now, 'UTC');
@@ -939,9 +941,31 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(a.account_id::text, 7201));
   END IF;
 
-  -- Claim the key: insert, or take over a stored response past 24 hours or an expired claim.
-  -- Two requests racing for one key meet on the primary key: the second waits for the first
-  -- to commit and then finds its claim.
+  -- Claim the key: insert, or take over a row whose claim was given back or expired, or a stored
+  -- response past 24 hours. Two requests racing for one key meet on the primary key: the second
+  -- waits for the first to commit and then finds its claim.
+  IF v_claimed THEN
+    -- An unanswered row younger than 24 hours is an attempt that may have debited (its process
+    -- died, or it was refused or failed after the debit): the same request continues it under
+    -- the same debit key; another request body may not ride on its payment.
+    SELECT ir.request_hash, ir.created_at INTO w
+      FROM idempotent_responses ir
+     WHERE ir.account_id = a.account_id AND ir.idem_key = p_idem_key
+       AND ir.status IS NULL AND ir.created_at > p_now - interval '24 hours';
+    v_attempt := FOUND AND w.request_hash IS NOT DISTINCT FROM p_idem_hash;
+    IF FOUND AND NOT v_attempt AND EXISTS (
+         SELECT 1 FROM debits x
+          WHERE x.account_id = a.account_id
+            AND x.call_key = p_call_key || '@' || extract(epoch FROM w.created_at)::text) THEN
+      -- answered as a replay of another body: the caller refuses it (IDEMPOTENCY_KEY_REUSED)
+      w := NULL;
+      SELECT ir.request_hash, NULL::integer AS status, NULL::text AS body INTO w
+        FROM idempotent_responses ir
+       WHERE ir.account_id = a.account_id AND ir.idem_key = p_idem_key;
+      v_claimed := false;
+      v_reused := true;
+    END IF;
+  END IF;
   IF v_claimed THEN
     INSERT INTO idempotent_responses AS ir
            (account_id, idem_key, request_hash, status, body, created_at, claim_token, claimed_until)
@@ -949,16 +973,20 @@ BEGIN
             p_now + make_interval(secs => p_claim_seconds))
         ON CONFLICT (account_id, idem_key) DO UPDATE
        SET request_hash = excluded.request_hash, status = NULL, body = NULL,
-           -- taking over an expired claim continues its attempt; reusing a key after 24 hours starts anew
-           created_at = CASE WHEN ir.status IS NULL THEN ir.created_at ELSE excluded.created_at END,
+           -- continuing the same request's attempt keeps its start (and so its debit key);
+           -- another body, or the key reused after 24 hours, starts anew
+           created_at = CASE WHEN ir.status IS NULL AND ir.request_hash IS NOT DISTINCT FROM excluded.request_hash
+                              AND ir.created_at > p_now - interval '24 hours'
+                             THEN ir.created_at ELSE excluded.created_at END,
            claim_token = excluded.claim_token, claimed_until = excluded.claimed_until
-     WHERE CASE WHEN ir.status IS NULL THEN ir.claimed_until <= p_now
+     WHERE CASE WHEN ir.status IS NULL THEN coalesce(ir.claimed_until <= p_now, true)
                 ELSE ir.created_at <= p_now - interval '24 hours' END
     RETURNING ir.created_at INTO v_claimed_at;
     v_claimed := FOUND;
     IF v_claimed THEN
       -- The debit is keyed on the key and the start of its attempt: a takeover after a
-      -- process died mid-call cannot bill twice, and the key reused after 24 hours bills anew.
+      -- process died mid-call, or a retry after a refusal, cannot bill twice, and the key reused
+      -- after 24 hours bills anew.
       v_call_key := p_call_key || '@' || extract(epoch FROM v_claimed_at)::text;
     ELSE
       SELECT * INTO w FROM idempotent_live(a.account_id, p_idem_key, p_now);
@@ -987,7 +1015,7 @@ BEGIN
     used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
     used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
     used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
-    outcome := CASE WHEN idem_status IS NULL THEN 'in_flight' ELSE 'replay' END;
+    outcome := CASE WHEN v_reused OR idem_status IS NOT NULL THEN 'replay' ELSE 'in_flight' END;
     RETURN NEXT;
     RETURN;
   END IF;
@@ -1037,9 +1065,12 @@ BEGIN
       outcome := 'no_credits';
     END IF;
     IF outcome IS NOT NULL THEN
-      -- a refused call gives its claim back: a retry under the key is a new attempt
+      -- A refused call gives its claim back, keeping the attempt's start: the retry runs at once
+      -- and reproduces the debit key, so an attempt that debited before (a crashed call taken
+      -- over, then refused here) is never billed again. Deleting the row forgot that start.
       IF p_idem_key IS NOT NULL THEN
-        DELETE FROM idempotent_responses ir
+        UPDATE idempotent_responses ir
+           SET claim_token = NULL, claimed_until = NULL
          WHERE ir.account_id = a.account_id AND ir.idem_key = p_idem_key AND ir.claim_token = p_idem_token;
       END IF;
       matched := 0;
