@@ -4,7 +4,7 @@
 FROM node:26-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# postinstall fixes two bugs of postgres.js in node_modules (README, Performance notes)
+# postinstall fixes two bugs of postgres.js in node_modules (docs/development.md, "postgres.js patched at install")
 COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund
 

@@ -1,7 +1,7 @@
 // postinstall: two fixes to postgres.js 3.4.9 (the latest release), applied to each of its three
 // builds (src/ for Node ESM and Bun, cjs/ for require, cf/ for workerd; Deno loads src/ through
 // node_modules). Idempotent: a patched file is left as it is. Drop a fix once a release has it
-// (README, "Performance notes"). Plain JavaScript so it runs before anything is compiled.
+// (docs/development.md, "postgres.js patched at install"). Plain JavaScript so it runs before anything is compiled.
 //
 // 1. Rows after an answer cut short: DataRow writes `result[rows++]` with a per-connection `rows`
 //    that only CommandComplete resets. A statement that fails after sending rows (an error
@@ -65,7 +65,7 @@ export function patchPostgres(root = ROOT) {
       for (const patch of PATCHES.filter((p) => p.file === file)) {
         if (text.includes(patch.to)) continue;
         if (!text.includes(patch.from)) {
-          throw new Error(`Cannot patch ${path}: the code to fix is not there (a new postgres.js release? see README, Performance notes)`);
+          throw new Error(`Cannot patch ${path}: the code to fix is not there (a new postgres.js release? see docs/development.md, "postgres.js patched at install")`);
         }
         text = text.replace(patch.from, patch.to);
       }
