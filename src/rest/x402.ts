@@ -9,14 +9,14 @@ import * as v from "valibot";
 import { sql } from "../db/queries.ts";
 import { readCredits } from "../ledger/accounts.ts";
 import { isApiKeyShape } from "../ledger/keys.ts";
-import { readBodyLimited } from "../http/body.ts";
+import { readAtMost, tooLarge } from "../http/body.ts";
 import { ApiError, errorBody } from "../http/errors.ts";
 import { credentialOf, keyDigest } from "../http/meter.ts";
 import { createPaymentServer, decodePayment, paymentRequirements, replayKey, settlePayment, verifyPayment, type PaymentServer } from "../x402/payment.ts";
 import { claimPayment, findClaim, grantPayment, MATCHES_PER_PACK, MAX_KEYS_PER_WALLET, PACK, recordOutcome, walletAccount, type Claim, type Grant } from "../x402/purchase.ts";
 import { createRecoverySigner, recoverKey, signatureVerifier } from "../x402/recovery.ts";
 import { BuyBody, RecoverBody, RecoverQuery } from "../x402/schemas.ts";
-import type { RouteDeps } from "./deps.ts";
+import type { OperationDeps } from "../operations/deps.ts";
 
 export { x402Openapi } from "../x402/openapi.ts";
 
@@ -26,7 +26,7 @@ const BODY_LIMIT = 16 * 1024;
 /** How long a second submission of a payment being settled waits for the first one's outcome. */
 const REPLAY_WAIT_MS = 15_000;
 
-export interface X402Deps extends RouteDeps {
+export interface X402Deps extends OperationDeps {
   /** The resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
   payments?: PaymentServer;
 }
@@ -57,7 +57,7 @@ function parseQuantity(body: Uint8Array): number {
 }
 
 /** The account a top-up credits, from Authorization; undefined without one. Refusals come before any 402. */
-async function topupAccount(deps: RouteDeps, req: Request): Promise<{ accountId: string; prefix: string } | undefined> {
+async function topupAccount(deps: OperationDeps, req: Request): Promise<{ accountId: string; prefix: string } | undefined> {
   const credential = credentialOf(req);
   if (credential === undefined) return undefined;
   if (credential.startsWith(OAUTH_TOKEN_PREFIX)) {
@@ -143,7 +143,7 @@ export function x402Routes(deps: X402Deps) {
   }
 
   app.post("/api/x402/buy", async (c) => {
-    const quantity = parseQuantity(await readBodyLimited(c.req.raw, BODY_LIMIT, "16 KB"));
+    const quantity = parseQuantity((await readAtMost(c.req.raw, BODY_LIMIT)) ?? tooLarge("16 KB"));
     const topup = await topupAccount(deps, c.req.raw);
     if (!payments) {
       throw new ApiError(503, "SERVICE_UNAVAILABLE", "Purchases are off on this server: no x402 facilitator is configured", { "Retry-After": "3600" });
@@ -247,7 +247,7 @@ export function x402Routes(deps: X402Deps) {
   });
 
   app.post("/api/x402/recover", async (c) => {
-    const body = new TextDecoder().decode(await readBodyLimited(c.req.raw, BODY_LIMIT, "16 KB"));
+    const body = new TextDecoder().decode((await readAtMost(c.req.raw, BODY_LIMIT)) ?? tooLarge("16 KB"));
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
