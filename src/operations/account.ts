@@ -1,6 +1,5 @@
-// A caller's own account: its balance (plan, limits, credits) and its usage over a period. Both
-// are free on both meters and work at zero balance. The REST face is GET /usage; MCP's is
-// walletid_account_balance.
+// A caller's own account: its balance (plan, limits, credits) and its usage over a period, free on
+// both meters at any balance. Faces: GET /usage; MCP walletid_account_balance.
 import { sql } from "../db/queries.ts";
 import { readCredits } from "../ledger/accounts.ts";
 import type { Metered, Meterer } from "../http/meter.ts";

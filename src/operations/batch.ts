@@ -1,6 +1,5 @@
-// Look up a list of wallets: up to the plan's max_batch_size addresses, rate weight 1 per entry
-// sent, 1 match credit per distinct address that resolves to twitter or farcaster. The REST face
-// is POST /batch; MCP's walletid_resolve_wallets takes this path for a list.
+// Look up a list of wallets: rate weight 1 per entry sent, 1 match credit per distinct address with
+// twitter or farcaster. Faces: POST /batch; MCP walletid_resolve_wallets for a list.
 import { buildViews, type WalletView } from "../index/records.ts";
 import { invalidAddress } from "../http/errors.ts";
 import { refusal, type Metered, type Meterer } from "../http/meter.ts";

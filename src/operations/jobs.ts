@@ -1,6 +1,5 @@
-// Jobs: a submission (small lists run inline, larger ones go to the worker) and the free poll,
-// whose results are read from the index at poll time. The REST faces are POST /jobs and
-// GET /jobs/{id}; MCP's are walletid_submit_job and walletid_job_status.
+// Jobs: a submission (small lists run inline, larger ones go to the worker) and the free poll, results
+// read at poll time. Faces: POST /jobs, GET /jobs/{id}; MCP walletid_submit_job, walletid_job_status.
 import * as v from "valibot";
 import { sql } from "../db/queries.ts";
 import { buildViews, selectIdentityRows, type WalletView } from "../index/records.ts";

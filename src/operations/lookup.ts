@@ -1,5 +1,5 @@
-// Look up one wallet: 1 rate unit, 1 match credit when it resolves to twitter or farcaster. The
-// REST face is GET /wallet/{address}; MCP's walletid_resolve_wallets takes this path for one address.
+// Look up one wallet: 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
+// Faces: GET /wallet/{address}; MCP walletid_resolve_wallets for one address.
 import * as v from "valibot";
 import { buildViews, type WalletView } from "../index/records.ts";
 import { invalidAddress } from "../http/errors.ts";

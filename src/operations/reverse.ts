@@ -1,6 +1,5 @@
 // Reverse lookups: the wallets holding a twitter handle or attested to a farcaster username, 100 a
-// page in keyset order, 1 match credit per wallet returned, rate weight 2. The REST faces are
-// GET /reverse/twitter/{handle} and /reverse/farcaster/{username}; MCP's are walletid_reverse_*.
+// page, 1 match credit per wallet returned, rate weight 2. Faces: GET /reverse/*; MCP walletid_reverse_*.
 import * as v from "valibot";
 import { buildViews, identityColumns, identityRowAt, type IdentityRow, type WalletView } from "../index/records.ts";
 import { sql } from "../db/queries.ts";

@@ -1,6 +1,5 @@
-// Index statistics: counts taken once per UTC day and the dated match-rate measurement. Needs a
-// valid key but no balance; free on both meters. The REST face is GET /stats; MCP's is
-// walletid_index_stats.
+// Index statistics: counts taken once per UTC day and the dated match rates; free on both meters.
+// Faces: GET /stats; MCP walletid_index_stats.
 import { latestStats, materializeStats, type StatsSnapshot } from "../maintenance/stats.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
 import type { Meterer } from "../http/meter.ts";
