@@ -18,7 +18,8 @@ import {
 } from "./meter.ts";
 import "./context.ts";
 
-export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
+/** Meters a request on the key in its Authorization header; a request without a usable key is 401. */
+async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
   const credential = credentialOf(c.req.raw);
   if (!credential || !isApiKeyShape(credential)) {
     metrics.metering.inc({ outcome: "unauthorized" });
