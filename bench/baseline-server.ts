@@ -9,7 +9,7 @@ import { openDatabase } from "../src/db/open.ts";
 import { isAddress } from "../src/index/address.ts";
 import { buildViews, selectIdentityRows } from "../src/index/records.ts";
 import { invalidAddress, renderError } from "../src/http/errors.ts";
-import { lookupResponse } from "../src/routes/wallet.ts";
+import { lookupResponse } from "../src/rest/wallet.ts";
 import { requestIdAndCors } from "../src/app.ts";
 
 async function main(): Promise<void> {
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
     return c.json({ status: "ok" });
   });
 
-  // src/routes/wallet.ts without the meter() call: the same lookup and the same response
+  // src/rest/wallet.ts without the meter() call: the same lookup and the same response
   app.get("/api/v1/wallet/:address", async (c) => {
     const raw = c.req.param("address");
     if (!isAddress(raw)) throw invalidAddress([raw]);

@@ -3,16 +3,12 @@
 // metering and the database configuration (DATABASE_URL / DATA_DIR) are the server's.
 // Standard output carries the protocol only: every log line goes to standard error.
 import process from "node:process";
-import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { join } from "node:path";
 import { readConfig } from "../src/config.ts";
 import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
 import { openDatabase } from "../src/db/open.ts";
-import { join } from "node:path";
-import { keyDigest } from "../src/http/meter.ts";
-import { jobRunDeps } from "../src/jobs/deps.ts";
-import { isApiKeyShape } from "../src/ledger/keys.ts";
-import { buildMcpServer } from "../src/mcp/tools.ts";
-import { createRouteDeps } from "../src/routes/deps.ts";
+import { serveMcpStdio } from "../src/mcp/stdio.ts";
+import { createOperationDeps } from "../src/operations/deps.ts";
 
 async function main(): Promise<void> {
   const key = process.env.WALLETID_API_KEY?.trim();
@@ -23,18 +19,13 @@ async function main(): Promise<void> {
   };
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, max: 2, dataDir: config.databaseUrl ? undefined : join(config.dataDir, "pgdata") });
-  const routes = createRouteDeps({ db, config, log });
-  const jobs = jobRunDeps(config, { db, now: routes.now, log });
-  // a mistyped key is still served: its tool calls answer that the key is invalid, as over HTTP
-  const caller = { kind: "api_key" as const, keyHash: isApiKeyShape(key) ? await keyDigest(key) : null };
-  const handle = serveStdio(() => buildMcpServer({ routes, jobs }, caller), { onerror: (err) => log(`mcp stdio: ${err.message}`) });
+  const stdio = await serveMcpStdio(createOperationDeps({ db, config, log }), key);
 
   let closing = false;
   const shutdown = async () => {
     if (closing) return;
     closing = true;
-    await handle.close().catch(() => {});
-    await routes.usage.flush().catch(() => {});
+    await stdio.close();
     await db.close();
     release();
     process.exit(0);

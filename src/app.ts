@@ -5,30 +5,30 @@ import type { Config } from "./config.ts";
 import type { Db } from "./db/types.ts";
 import type { UsageRecorder } from "./ledger/usage.ts";
 import { ApiError, renderError } from "./http/errors.ts";
-import { meteredResponses } from "./http/meter.ts";
+import { meteredResponses } from "./http/request-meter.ts";
 import { cacheControl, compressResponse, type Gzip } from "./http/compress.ts";
+import { clientAddress } from "./http/client-address.ts";
 import { etag } from "hono/etag";
 import { matchedRoutes } from "hono/route";
 import { incomingRequestId, type Log, type Logger } from "./observe/log.ts";
 import { metrics } from "./observe/metrics.ts";
-import { metricsRoutes } from "./routes/metrics.ts";
-import { accountRoutes } from "./routes/account.ts";
-import { batchRoutes } from "./routes/batch.ts";
-import { estimateRoutes } from "./routes/estimate.ts";
-import { reverseRoutes } from "./routes/reverse.ts";
-import { walletRoutes } from "./routes/wallet.ts";
-import { publicRoutes } from "./routes/public.ts";
-import { OPERATIONS } from "./openapi/operations.ts";
-import { jobRoutes } from "./routes/jobs.ts";
-import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpRoutes } from "./routes/mcp.ts";
-import { jobRunDeps } from "./jobs/deps.ts";
-import { x402Routes } from "./routes/x402.ts";
+import type { Operation } from "./openapi/operation.ts";
+import { createOperationDeps } from "./operations/deps.ts";
+import { accountOpenapi, accountRoutes } from "./rest/account.ts";
+import { batchOpenapi, batchRoutes } from "./rest/batch.ts";
+import { estimateOpenapi, estimateRoutes } from "./rest/estimate.ts";
+import { jobRoutes, jobsOpenapi } from "./rest/jobs.ts";
+import { metricsOpenapi, metricsRoutes } from "./rest/metrics.ts";
+import { connectionRoutes, oauthRoutes } from "./rest/oauth.ts";
+import { connectionsOpenapi, oauthOpenapi } from "./rest/oauth-openapi.ts";
+import { publicOpenapi, publicRoutes } from "./rest/public.ts";
+import { reverseOpenapi, reverseRoutes } from "./rest/reverse.ts";
+import { walletOpenapi, walletRoutes } from "./rest/wallet.ts";
+import { x402Openapi, x402Routes } from "./rest/x402.ts";
+import type { VerifyAccessToken } from "./mcp/credentials.ts";
+import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
 import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
-import { createRouteDeps } from "./routes/deps.ts";
-import type { VerifyAccessToken } from "./mcp/credentials.ts";
-import { clientAddress } from "./mcp/hourly.ts";
-import { connectionRoutes, oauthRoutes } from "./routes/oauth.ts";
 import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
 import { verifyAccessToken } from "./oauth/grants.ts";
 
@@ -67,6 +67,26 @@ export interface App {
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
   routes: Array<{ method: string; path: string }>;
 }
+
+/**
+ * Every operation the app serves, in the order the document and the /docs page list them: the
+ * OpenAPI entry of each route sits beside it in its face, and a new route adds its entries here
+ * (one line) beside mounting its route group below.
+ */
+export const OPERATIONS: Operation[] = [
+  ...walletOpenapi,
+  ...batchOpenapi,
+  ...estimateOpenapi,
+  ...reverseOpenapi,
+  ...jobsOpenapi,
+  ...accountOpenapi,
+  ...connectionsOpenapi,
+  ...oauthOpenapi,
+  ...mcpOpenapi,
+  ...x402Openapi,
+  ...publicOpenapi,
+  ...metricsOpenapi,
+];
 
 // Known paths and their methods, so a wrong method answers 405 rather than 404. `head`: a public
 // document that HEAD serves like GET without a body; everywhere else HEAD is 405, so it never
@@ -215,8 +235,8 @@ function requestSeries(): (route: string, method: string, status: number, second
 }
 
 export function createApp(deps: AppDeps): App {
-  const routeDeps = createRouteDeps(deps);
-  const { now, log, usage } = routeDeps;
+  const operations = createOperationDeps(deps);
+  const { now, log, usage } = operations;
   const oauth: OAuthDeps = {
     db: deps.db,
     now,
@@ -240,23 +260,22 @@ export function createApp(deps: AppDeps): App {
   app.use("/docs", cacheControl("public, max-age=300"), etag());
   app.use("/api/v1/stats", cacheControl("private, no-cache"), etag());
 
-  app.route("/", publicRoutes(routeDeps, OPERATIONS));
+  app.route("/", publicRoutes(operations, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
-  app.route("/", x402Routes({ ...routeDeps, payments: deps.payments }));
+  app.route("/", x402Routes({ ...operations, payments: deps.payments }));
 
-  const jobs = jobRunDeps(deps.config, { db: deps.db, now, log, sources: deps.sources, retry: deps.retry });
-  app.route("/", metricsRoutes(routeDeps, deps.peerAddress));
-  app.route("/", mcpRoutes({ routes: routeDeps, jobs, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
+  app.route("/", metricsRoutes(operations, deps.peerAddress));
+  app.route("/", mcpRoutes({ operations, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
-  v1.route("/", walletRoutes(routeDeps));
-  v1.route("/", batchRoutes(routeDeps));
-  v1.route("/", reverseRoutes(routeDeps));
-  v1.route("/", estimateRoutes(routeDeps));
-  v1.route("/", accountRoutes(routeDeps));
-  v1.route("/", connectionRoutes(routeDeps));
-  v1.route("/", jobRoutes(routeDeps, jobs));
+  v1.route("/", walletRoutes(operations));
+  v1.route("/", batchRoutes(operations));
+  v1.route("/", reverseRoutes(operations));
+  v1.route("/", estimateRoutes(operations));
+  v1.route("/", accountRoutes(operations));
+  v1.route("/", connectionRoutes(operations));
+  v1.route("/", jobRoutes(operations));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {

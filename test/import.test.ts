@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eachDatabase } from "./support/db.ts";
 import type { Db } from "../src/db/types.ts";
-import { importObservations, parseObservation } from "../src/index/import.ts";
+import { importObservations } from "../src/index/import.ts";
+import { parseObservation } from "../src/index/observations.ts";
 import { DEMO_EXAMPLES, demoObservationLines, ensureDemo } from "../src/index/demo.ts";
 
 const NOW = new Date("2025-06-01T00:00:00Z");

@@ -13,7 +13,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { startFacilitator, type Facilitator } from "../scripts/facilitator.ts";
 import { examplePath, RECORDED_EXAMPLES, REQUEST_EXAMPLES, type RecordedExample, type RequestExample } from "../src/openapi/examples.ts";
 import type { Operation } from "../src/openapi/operation.ts";
-import { OPERATIONS } from "../src/openapi/operations.ts";
+import { OPERATIONS } from "../src/app.ts";
 import { openTestDatabase, type TestDatabase } from "./support/db.ts";
 import { loadFixtures } from "./support/fixtures.ts";
 import { ROOT } from "./support/process.ts";

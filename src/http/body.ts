@@ -1,12 +1,14 @@
-// Reads a request body up to a byte limit, counting bytes actually read (never Content-Length).
+// Reads a body up to a byte limit, counting bytes actually read (never Content-Length), and parses
+// the {wallets} lists that lookups, estimates and jobs take.
 import { normalizeAddressList } from "../index/address.ts";
 import { ApiError } from "./errors.ts";
 
 export const ONE_MB = 1024 * 1024;
 
-export function tooLarge(limitLabel: string): ApiError {
+/** Refuses a request body over its limit (413): `(await readAtMost(req, max)) ?? tooLarge("1 MiB")`. */
+export function tooLarge(limitLabel: string): never {
   // the unread rest of the body is abandoned and the socket with it: tell the client not to reuse it
-  return new ApiError(413, "INVALID_REQUEST", `Request body is too large: the limit is ${limitLabel}`, {
+  throw new ApiError(413, "INVALID_REQUEST", `Request body is too large: the limit is ${limitLabel}`, {
     Connection: "close",
   });
 }
@@ -25,16 +27,16 @@ export function useBodySource(source: BodySource | undefined): void {
   bodySource = source;
 }
 
-export async function readBodyLimited(req: Request, maxBytes: number, limitLabel: string): Promise<Uint8Array> {
-  const body = await (bodySource?.(req, maxBytes) ?? readStreamAtMost(req.body, maxBytes));
-  if (body === null) throw tooLarge(limitLabel);
-  return body;
-}
-
-/** A body stream's bytes, or null once more than `maxBytes` arrive (the stream is then cancelled). */
-export async function readStreamAtMost(stream: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | null> {
-  if (!stream) return new Uint8Array(0);
-  const reader = stream.getReader();
+/**
+ * The one place a body is read up to a limit, a request's (through the entry point's body source
+ * when it has one) or a fetched response's: its bytes, counted as they arrive (never
+ * Content-Length), or null once more than `maxBytes` arrived (the stream is then cancelled).
+ */
+export async function readAtMost(message: Request | Response, maxBytes: number): Promise<Uint8Array | null> {
+  const viaSource = message instanceof Response ? undefined : bodySource?.(message, maxBytes);
+  if (viaSource) return await viaSource;
+  if (!message.body) return new Uint8Array(0);
+  const reader = message.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -167,7 +169,7 @@ export async function readWalletList(
   req: Request,
   limit: { maxBytes: number; label: string },
 ): Promise<{ document: object; entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number }> {
-  const body = await readBodyLimited(req, limit.maxBytes, limit.label);
+  const body = (await readAtMost(req, limit.maxBytes)) ?? tooLarge(limit.label);
   const { document, wallets } = parseWalletList(body, maxListEntries(limit.maxBytes));
   return { document, entries: wallets, ...normalizeAddressList(wallets) };
 }

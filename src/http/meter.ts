@@ -1,17 +1,15 @@
-// Authenticates a request and meters it in one database round trip (meter_calls, grouped with the
-// calls in flight; meter_call for idempotent calls), and renders
-// the rate-limit headers and usage of every authenticated response.
-import type { Context, MiddlewareHandler } from "hono";
+// Authenticates a caller and meters its call in one database round trip (meter_calls, grouped with
+// the calls in flight; meter_call for idempotent calls), and shapes the rate-limit headers and usage
+// of every metered call. No hono here: a REST request meters through src/http/request-meter.ts.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
+import { sha256Hex } from "../ledger/keys.ts";
 import type { UsageRecorder } from "../ledger/usage.ts";
 import type { IdentityRow } from "../index/records.ts";
 import { ApiError } from "./errors.ts";
 import { meterGrouped } from "./meter-group.ts";
 import { uuidv7 } from "../ledger/call-keys.ts";
 import { metrics } from "../observe/metrics.ts";
-import "./context.ts";
 
 export interface Window {
   name: "minute" | "day" | "month";
@@ -97,7 +95,7 @@ type MeterRow = {
  * RFC 6750's challenge on every REST 401: `error="invalid_token"` when a credential was sent and
  * is not a working key, none when the request carried no credential at all.
  */
-const UNAUTHORIZED = (sent: boolean) =>
+export const UNAUTHORIZED = (sent: boolean) =>
   new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key: send Authorization: Bearer <API_KEY>", {
     "WWW-Authenticate": sent
       ? 'Bearer realm="walletid", error="invalid_token", error_description="The API key is invalid or revoked"'
@@ -141,15 +139,6 @@ export function windowsAt(now: Date): { minute: Date; day: Date; month: Date } {
 export const IDEMPOTENCY_CLAIM_SECONDS = 15;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export async function meter(c: Context, deps: MeterDeps, options: MeterOptions): Promise<Metered> {
-  const credential = credentialOf(c.req.raw);
-  if (!credential || !isApiKeyShape(credential)) {
-    metrics.metering.inc({ outcome: "unauthorized" });
-    throw UNAUTHORIZED(Boolean(credential));
-  }
-  return await meterKey(deps, await keyDigest(credential), options, (m) => c.set("meter", m));
-}
 
 /**
  * The same metering for a caller known by its key digest (the MCP server: API keys and OAuth
@@ -326,31 +315,6 @@ export interface Meterer {
 }
 
 /**
- * The Meterer of a REST request: its Authorization header, results kept on the context. A class
- * rather than an object of two closures: under tsx (`npm start`) every closure made per request
- * is also given its name by esbuild's keepNames, a property definition each.
- */
-class RequestMeterer implements Meterer {
-  constructor(
-    private readonly c: Context,
-    private readonly deps: MeterDeps,
-  ) {}
-
-  async digest(): Promise<string | null> {
-    const credential = credentialOf(this.c.req.raw);
-    return credential && isApiKeyShape(credential) ? await keyDigest(credential) : null;
-  }
-
-  meter(options: MeterOptions): Promise<Metered> {
-    return meter(this.c, this.deps, options);
-  }
-}
-
-export function requestMeterer(c: Context, deps: MeterDeps): Meterer {
-  return new RequestMeterer(c, deps);
-}
-
-/**
  * Bad input refused after the key is known: authenticated at no cost, so the refusal carries
  * the rate-limit headers and spends nothing. Returns the error for the caller to throw.
  */
@@ -398,19 +362,6 @@ export function rateLimitHeaders(m: Metered, now: Date): Record<string, string> 
     "X-RateLimit-Limit": String(chosen.w.limit),
     "X-RateLimit-Remaining": String(chosen.remaining),
     "X-RateLimit-Reset": String(Math.floor(chosen.w.resetAt.getTime() / 1000)),
-  };
-}
-
-/** Adds the rate-limit headers to authenticated responses and counts their usage. */
-export function meteredResponses(usage: UsageRecorder, now: () => Date): MiddlewareHandler {
-  return async (c, next) => {
-    const started = performance.now();
-    await next();
-    const m = c.get("meter") as Metered | undefined;
-    if (!m) return;
-    const headers = rateLimitHeaders(m, now());
-    if (headers) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-    recordUsage(usage, m, { status: c.res.status, latencyMs: performance.now() - started, at: now() });
   };
 }
 

@@ -4,7 +4,7 @@
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { columnsAt } from "../db/columns.ts";
-import type { AgentDetail } from "./import.ts";
+import type { AgentDetail } from "./observations.ts";
 
 export const EVIDENCE_CLASSES = ["onchain", "farcaster", "attested-social", "manual", "aggregated"] as const;
 const ATTESTED = new Set(["onchain", "farcaster", "attested-social", "manual"]);

@@ -7,7 +7,8 @@ import { metrics } from "../observe/metrics.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { settleAll } from "../db/settle.ts";
-import { parseObservationFields, writeObservations, type Observation } from "../index/import.ts";
+import { writeObservations } from "../index/import.ts";
+import { parseObservationFields, type Observation } from "../index/observations.ts";
 import {
   STAGES,
   UpstreamError,

@@ -1,5 +1,5 @@
 // The hourly limit of the MCP server's non-tool methods (SPEC "MCP server limits"), counted in the
-// database so that every instance shares it, and the client address it keys anonymous callers on.
+// database so that every instance shares it; anonymous callers are keyed on src/http/client-address.ts.
 import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
@@ -10,19 +10,6 @@ export const HOURLY_LIMITS = { account: 600, ip: 120 } as const;
 export type HourlyVerdict =
   | { ok: true }
   | { ok: false; kind: "account" | "ip"; limit: number; retryAfterSeconds: number };
-
-/**
- * The client's address: the connection's peer with `trustProxy` 0; behind N trusted proxies,
- * the address N hops back in X-Forwarded-For (the peer being the last hop), so entries a client
- * wrote into the header itself are never used. "unknown" when the runtime gave no peer.
- */
-export function clientAddress(req: Request, peer: string | undefined, trustProxy: number): string {
-  const hops = [
-    ...(trustProxy > 0 ? (req.headers.get("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean) : []),
-    peer ?? "unknown",
-  ];
-  return hops[Math.max(0, hops.length - 1 - trustProxy)];
-}
 
 function hourStart(now: Date): Date {
   return new Date(now.getTime() - (now.getTime() % 3_600_000));

@@ -3,7 +3,7 @@
 import * as v from "valibot";
 import type { WalletView } from "../index/records.ts";
 import type { Metered } from "../http/meter.ts";
-import { rateLimitsJson } from "../routes/account.ts";
+import { rateLimitsJson } from "../http/render.ts";
 
 const ATTESTED_CLASSES = new Set(["onchain", "farcaster", "attested-social", "manual"]);
 

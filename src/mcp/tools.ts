@@ -1,24 +1,25 @@
-// The eight walletid tools on a fresh McpServer per request: each calls the domain function its
-// REST route calls, is metered and recorded under that route's template, and turns refusals into
-// tool errors an agent can act on.
+// The eight walletid tools on a fresh McpServer per request: each calls the operation its REST
+// route calls, is metered and recorded under that route's template, and turns refusals into tool
+// errors an agent can act on.
 import { McpServer, type CallToolResult } from "@modelcontextprotocol/server";
-import { toStandardJsonSchema } from "@valibot/to-json-schema";
-import * as v from "valibot";
 import { normalizeAddressList } from "../index/address.ts";
+import type { WalletView } from "../index/records.ts";
 import { ApiError } from "../http/errors.ts";
 import { isDatabaseUnavailable } from "../db/errors.ts";
 import { meterKey, recordUsage, type Metered, type Meterer } from "../http/meter.ts";
-import { FarcasterUsername, TwitterHandle, WalletListBody } from "../http/schemas.ts";
-import { accountBalance, indexStats, rateLimitsJson } from "../routes/account.ts";
-import { lookupBatch } from "../routes/batch.ts";
-import { meterDeps, type RouteDeps } from "../routes/deps.ts";
-import { estimateList } from "../routes/estimate.ts";
-import { jobStatus, meterJobPoll, submitJob } from "../routes/jobs.ts";
-import { reverseFarcaster, reverseTwitter, type ReversePage } from "../routes/reverse.ts";
-import { lookupWallet } from "../routes/wallet.ts";
-import type { JobRunDeps } from "../jobs/run.ts";
+import { rateLimitsJson } from "../http/render.ts";
+import { accountBalance } from "../operations/account.ts";
+import { lookupBatch } from "../operations/batch.ts";
+import { meterDeps, type OperationDeps } from "../operations/deps.ts";
+import { estimateList } from "../operations/estimate.ts";
+import { readJob, submitJob } from "../operations/jobs.ts";
+import { lookupWallet } from "../operations/lookup.ts";
+import { isRefused, type Outcome, type Refused } from "../operations/outcome.ts";
+import { reverseFarcaster, reverseTwitter, type ReversePage } from "../operations/reverse.ts";
+import { indexStats } from "../operations/stats.ts";
 import { meteringKeyHash, type McpCaller } from "./credentials.ts";
-import { BilledMatches, Quota, quotaOf, TrimmedRecord, trimmedRecord } from "./results.ts";
+import { quotaOf, trimmedRecord } from "./results.ts";
+import { SCHEMAS } from "./schemas.ts";
 
 export const SERVER_INFO = { name: "walletid", version: "1.0.0" };
 
@@ -28,138 +29,8 @@ export const JOB_STATUS_ROWS = 100;
 /** One pack: what an out-of-credits tool error quotes. */
 const PACK_PRICE = "1.00 dollar (USDC) for 12 match credits, valid 12 months";
 
-export interface McpDeps {
-  routes: RouteDeps;
-  jobs: JobRunDeps;
-}
-
-type StandardSchema = ReturnType<typeof toStandardJsonSchema>;
-
-/**
- * A valibot schema as the Standard Schema the SDK takes, with its JSON Schema converted once per
- * process: servers are built per request, and converting on every tools/list would cost more
- * than the listing.
- */
-function schema<T extends v.GenericSchema>(valibot: T) {
-  const standard = toStandardJsonSchema(valibot);
-  const json = standard["~standard"].jsonSchema;
-  const cache = new Map<string, Record<string, unknown>>();
-  const memo = (io: "input" | "output") => (options: { target: string }) => {
-    const key = `${io}:${options.target}`;
-    let hit = cache.get(key);
-    if (!hit) cache.set(key, (hit = json[io](options as Parameters<typeof json.input>[0])));
-    return hit;
-  };
-  return {
-    "~standard": { ...standard["~standard"], jsonSchema: { input: memo("input"), output: memo("output") } },
-  } as unknown as StandardSchema & { "~standard": { types?: { input: v.InferInput<T>; output: v.InferOutput<T> } } };
-}
-
-const Wallets = WalletListBody;
-const NoArguments = v.object({});
-
-const ResolveOutput = v.object({
-  records: v.pipe(v.array(TrimmedRecord), v.description("One record per distinct address, in the order sent")),
-  requested: v.number(),
-  found: v.number(),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const EstimateOutput = v.object({
-  requested: v.number(),
-  in_index: v.number(),
-  previously_checked_empty: v.number(),
-  never_checked: v.number(),
-  would_bill_estimate: v.object({ low: v.number(), high: v.number(), note: v.string() }),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const JobOutput = v.object({
-  job: v.object({ job_id: v.string(), status: v.string(), wallets: v.number(), status_url: v.string() }),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const JobStatusInput = v.object({
-  job_id: v.pipe(v.string(), v.description("The job_id walletid_submit_job returned")),
-  offset: v.optional(
-    v.pipe(v.number(), v.integer(), v.minValue(0), v.description("First result row to return (default 0); pass next_offset")),
-  ),
-});
-
-const JobStatusOutput = v.object({
-  job: v.looseObject({ job_id: v.string(), status: v.string() }),
-  requested: v.number(),
-  matched: v.pipe(v.number(), v.description("Match credits the job billed at completion")),
-  results: v.optional(v.array(TrimmedRecord)),
-  found: v.optional(v.number()),
-  not_found: v.optional(v.number()),
-  offset: v.optional(v.number()),
-  limit: v.optional(v.number()),
-  next_offset: v.optional(v.pipe(v.nullable(v.number()), v.description("Pass as offset for the next rows; null at the end"))),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const ReverseTwitterInput = v.object({
-  handle: TwitterHandle,
-  cursor: v.optional(v.pipe(v.string(), v.description("next_cursor of the previous page, unmodified"))),
-});
-
-const ReverseFarcasterInput = v.object({
-  username: FarcasterUsername,
-  cursor: v.optional(v.pipe(v.string(), v.description("next_cursor of the previous page, unmodified"))),
-});
-
-const ReverseOutput = v.object({
-  records: v.array(TrimmedRecord),
-  handle: v.optional(v.string()),
-  username: v.optional(v.string()),
-  total_count: v.number(),
-  returned_count: v.number(),
-  truncated: v.boolean(),
-  next_cursor: v.pipe(v.nullable(v.string()), v.description("Pass back as cursor for the next page; null on the last page")),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const BalanceOutput = v.object({
-  plan: v.string(),
-  plan_limits: v.looseObject({}),
-  credits: v.looseObject({}),
-  rate_limits: v.looseObject({}),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-const StatsOutput = v.object({
-  total_wallets: v.number(),
-  wallets_checked: v.number(),
-  coverage: v.looseObject({}),
-  farcaster_stats: v.looseObject({}),
-  match_rates: v.looseObject({}),
-  as_of: v.string(),
-  billed_matches: BilledMatches,
-  quota: Quota,
-});
-
-// schemas are converted once per process (see schema())
-const SCHEMAS = {
-  wallets: schema(Wallets),
-  none: schema(NoArguments),
-  resolve: schema(ResolveOutput),
-  estimate: schema(EstimateOutput),
-  job: schema(JobOutput),
-  jobStatusIn: schema(JobStatusInput),
-  jobStatus: schema(JobStatusOutput),
-  reverseTwitterIn: schema(ReverseTwitterInput),
-  reverseFarcasterIn: schema(ReverseFarcasterInput),
-  reverse: schema(ReverseOutput),
-  balance: schema(BalanceOutput),
-  stats: schema(StatsOutput),
-};
+/** What a tool's work answers: its structured result, or the refusal of the operation it called. */
+type ToolAnswer = Record<string, unknown> | Refused;
 
 const SPENDING = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
 const FREE = { readOnlyHint: true, openWorldHint: false } as const;
@@ -182,16 +53,15 @@ function textResult(structured: Record<string, unknown>): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify(structured) }], structuredContent: structured };
 }
 
+function refusedResult(err: ApiError, publicUrl: string): CallToolResult {
+  return { content: [{ type: "text", text: toolErrorText(err, publicUrl) }], isError: true };
+}
+
 /**
  * Runs one tool call: meters the caller through `meterer`, records the call's usage under the
  * REST route template it used, and turns every failure into a tool error.
  */
-async function runTool(
-  deps: McpDeps,
-  caller: McpCaller,
-  work: (meterer: Meterer) => Promise<Record<string, unknown>>,
-): Promise<CallToolResult> {
-  const { routes } = deps;
+async function runTool(deps: OperationDeps, caller: McpCaller, work: (meterer: Meterer) => Promise<ToolAnswer>): Promise<CallToolResult> {
   const started = performance.now();
   let metered: Metered | undefined;
   const hash = meteringKeyHash(caller);
@@ -199,32 +69,38 @@ async function runTool(
     digest: async () => hash,
     meter: async (options) => {
       if (hash === null) throw new ApiError(401, "UNAUTHORIZED", "Missing or invalid API key");
-      return await meterKey(meterDeps(routes), hash, options, (m) => (metered = m));
+      return await meterKey(meterDeps(deps), hash, options, (m) => (metered = m));
     },
   };
   let status = 200;
   try {
-    return textResult(await work(meterer));
+    const answer = await work(meterer);
+    if (isRefused(answer)) {
+      status = answer.refusal.status;
+      return refusedResult(answer.refusal, deps.config.publicUrl);
+    }
+    return textResult(answer);
   } catch (err) {
     if (err instanceof ApiError) {
       status = err.status;
-      return { content: [{ type: "text", text: toolErrorText(err, routes.config.publicUrl) }], isError: true };
+      return refusedResult(err, deps.config.publicUrl);
     }
     if (isDatabaseUnavailable(err)) {
       status = 503;
-      routes.log(`mcp tool call: service unavailable: ${(err as Error).message}`, "warn");
+      deps.log(`mcp tool call: service unavailable: ${(err as Error).message}`, "warn");
       return { content: [{ type: "text", text: "The service is temporarily unavailable: retry in a few seconds." }], isError: true };
     }
     status = 500;
     const id = crypto.randomUUID();
-    routes.log(`mcp tool call ${id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`, "error");
+    deps.log(`mcp tool call ${id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`, "error");
     return { content: [{ type: "text", text: `Internal error (request ${id}): nothing was billed for a failed lookup; retry later.` }], isError: true };
   } finally {
-    if (metered) recordUsage(routes.usage, metered, { status, latencyMs: performance.now() - started, at: routes.now() });
+    if (metered) recordUsage(deps.usage, metered, { status, latencyMs: performance.now() - started, at: deps.now() });
   }
 }
 
-function reverseResult(page: ReversePage) {
+function reverseResult(page: Outcome<ReversePage>): ToolAnswer {
+  if (!page.ok) return page;
   return {
     records: page.views.map((view) => trimmedRecord(view.wallet, view)),
     ...page.meta,
@@ -252,7 +128,7 @@ export const TOOL_NAMES = [
  * tools/call of that tool, so the server registers just it (a call answers the same either way,
  * and a per-request server need not build the seven others).
  */
-export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string): McpServer {
+export function buildMcpServer(deps: OperationDeps, caller: McpCaller, only?: string): McpServer {
   const wanted = (name: (typeof TOOL_NAMES)[number]) =>
     only === undefined || !(TOOL_NAMES as readonly string[]).includes(only) || only === name;
   const server = new McpServer(SERVER_INFO, {
@@ -260,8 +136,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     instructions:
       "walletid resolves wallet addresses (0x + 40 hex) to the X (twitter), farcaster, ENS, lens and github identities attached to them, and handles back to wallets. A match credit is billed only for a wallet that resolves to X or farcaster; everything else is free. Use walletid_estimate_list (free) before resolving a long list, and walletid_submit_job for lists longer than the plan's batch size.",
   });
-  const run = (work: (meterer: Meterer) => Promise<Record<string, unknown>>) => runTool(deps, caller, work);
-  const { routes } = deps;
+  const run = (work: (meterer: Meterer) => Promise<ToolAnswer>) => runTool(deps, caller, work);
 
   if (wanted("walletid_resolve_wallets")) server.registerTool(
     "walletid_resolve_wallets",
@@ -276,15 +151,18 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     ({ wallets }) =>
       run(async (meterer) => {
         const { unique, invalid, invalidCount } = normalizeAddressList(wallets);
-        let views;
+        let views: Map<string, WalletView>;
         let metered: Metered;
         if (unique.length === 1 && invalid.length === 0) {
           // one distinct address: the single-lookup path, GET /wallet/{address}
-          const one = await lookupWallet(routes, meterer, unique[0]);
+          const one = await lookupWallet(deps, meterer, unique[0]);
+          if (!one.ok) return one;
           views = new Map(one.view ? [[one.address, one.view]] : []);
           metered = one.metered;
         } else {
-          ({ views, metered } = await lookupBatch(routes, meterer, { entries: wallets, unique, invalid, invalidCount }));
+          const list = await lookupBatch(deps, meterer, { entries: wallets, unique, invalid, invalidCount });
+          if (!list.ok) return list;
+          ({ views, metered } = list);
         }
         const records = unique.map((address) => trimmedRecord(address, views.get(address)));
         return {
@@ -309,8 +187,9 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     ({ wallets }) =>
       run(async (meterer) => {
-        const { data, metered } = await estimateList(routes, meterer, { entries: wallets, ...normalizeAddressList(wallets) });
-        return { ...data, billed_matches: 0, quota: quotaOf(metered) };
+        const estimated = await estimateList(deps, meterer, { entries: wallets, ...normalizeAddressList(wallets) });
+        if (!estimated.ok) return estimated;
+        return { ...estimated.data, billed_matches: 0, quota: quotaOf(estimated.metered) };
       }),
   );
 
@@ -326,8 +205,9 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     ({ wallets }) =>
       run(async (meterer) => {
-        const { data, metered } = await submitJob(routes, deps.jobs, meterer, normalizeAddressList(wallets));
-        return { job: data, billed_matches: 0, quota: quotaOf(metered) };
+        const submitted = await submitJob(deps, meterer, normalizeAddressList(wallets));
+        if (!submitted.ok) return submitted;
+        return { job: submitted.data, billed_matches: 0, quota: quotaOf(submitted.metered) };
       }),
   );
 
@@ -342,8 +222,9 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     ({ job_id, offset }) =>
       run(async (meterer) => {
-        const m = await meterJobPoll(meterer);
-        const { data, meta, page, metered } = await jobStatus(routes, m, { id: job_id, offset: offset ?? 0, limit: JOB_STATUS_ROWS });
+        const read = await readJob(deps, meterer, { id: job_id, offset: offset ?? 0, limit: JOB_STATUS_ROWS });
+        if (!read.ok) return read;
+        const { data, meta, page, metered } = read;
         return {
           job: data,
           ...meta,
@@ -365,7 +246,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
       outputSchema: SCHEMAS.reverse,
       annotations: { title: "Reverse X lookup", ...SPENDING },
     },
-    ({ handle, cursor }) => run(async (meterer) => reverseResult(await reverseTwitter(routes, meterer, handle, cursor))),
+    ({ handle, cursor }) => run(async (meterer) => reverseResult(await reverseTwitter(deps, meterer, { handle, cursor }))),
   );
 
   if (wanted("walletid_reverse_farcaster")) server.registerTool(
@@ -377,7 +258,7 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
       outputSchema: SCHEMAS.reverse,
       annotations: { title: "Reverse farcaster lookup", ...SPENDING },
     },
-    ({ username, cursor }) => run(async (meterer) => reverseResult(await reverseFarcaster(routes, meterer, username, cursor))),
+    ({ username, cursor }) => run(async (meterer) => reverseResult(await reverseFarcaster(deps, meterer, { username, cursor }))),
   );
 
   if (wanted("walletid_account_balance")) server.registerTool(
@@ -392,7 +273,9 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     () =>
       run(async (meterer) => {
-        const { data, metered } = await accountBalance(routes, meterer);
+        const balance = await accountBalance(deps, meterer);
+        if (!balance.ok) return balance;
+        const { data, metered } = balance;
         return { ...data, rate_limits: rateLimitsJson(metered), billed_matches: 0, quota: quotaOf(metered) };
       }),
   );
@@ -409,7 +292,9 @@ export function buildMcpServer(deps: McpDeps, caller: McpCaller, only?: string):
     },
     () =>
       run(async (meterer) => {
-        const { data, meta, metered } = await indexStats(routes, meterer);
+        const stats = await indexStats(deps, meterer);
+        if (!stats.ok) return stats;
+        const { data, meta, metered } = stats;
         return { ...data, as_of: meta.as_of, billed_matches: 0, quota: quotaOf(metered) };
       }),
   );

@@ -6,9 +6,9 @@
 // fetch() resolves the name again itself, so a DNS answer that changes between our check and
 // its connection (rebinding) is not covered here; the README says to put an egress proxy in
 // front where that matters.
-import { readStreamAtMost } from "../http/body.ts";
+import { readAtMost } from "../http/body.ts";
 import { isIpLiteralHost, nonPublicReason } from "./addresses.ts";
-import { redirectUriProblem } from "./clients.ts";
+import { redirectUriProblem } from "./redirect-uris.ts";
 import { DOCUMENT_MAX_BYTES, DOCUMENT_TIMEOUT_MS, type OAuthDeps } from "./deps.ts";
 
 export interface ClientDocument {
@@ -42,11 +42,6 @@ export function documentUrlProblem(clientId: string): string | undefined {
 }
 
 const fail = (reason: string): DocumentResult => ({ ok: false, reason });
-
-/** Reads at most `max` bytes of the body, counting what arrives (never Content-Length). */
-async function readAtMost(res: Response, max: number): Promise<Uint8Array | undefined> {
-  return (await readStreamAtMost(res.body, max)) ?? undefined;
-}
 
 function validateDocument(clientId: string, json: unknown): DocumentResult {
   if (typeof json !== "object" || json === null || Array.isArray(json)) return fail("the document is not a JSON object");

@@ -1,3 +1,4 @@
+// Longer than 450 lines on purpose: each outcome of group metering is its own test over one shared set of accounts and index rows.
 // Group-committed metering: the calls of a process in flight together are metered by one
 // statement (meter_calls). The group's answers are the answers each call would get alone: windows
 // exact across two processes, one debit row per account per group, refusals inside a group

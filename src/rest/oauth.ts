@@ -4,14 +4,15 @@
 // ({error, error_description}), as OAuth clients expect.
 import { Hono, type Context } from "hono";
 import { sql } from "../db/queries.ts";
-import { readBodyLimited } from "../http/body.ts";
+import { readAtMost, tooLarge } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { isDatabaseUnavailable } from "../db/errors.ts";
 import { registerClient } from "../oauth/clients.ts";
 import { REGISTRATIONS_PER_HOUR, SCOPE, type OAuthDeps } from "../oauth/deps.ts";
-import { disconnect, exchangeCode, listConnections, refreshTokens, revokeToken, type GrantResult } from "../oauth/grants.ts";
-import { meter } from "../http/meter.ts";
-import { meterDeps, type RouteDeps } from "./deps.ts";
+import { exchangeCode, refreshTokens, revokeToken, type GrantResult } from "../oauth/grants.ts";
+import { requestMeterer } from "../http/request-meter.ts";
+import { accountConnections, endConnection } from "../operations/connections.ts";
+import { meterDeps, type OperationDeps } from "../operations/deps.ts";
 import { formParams, namesThisServer } from "../oauth/params.ts";
 import { authorizeRoutes } from "./oauth-authorize.ts";
 
@@ -36,7 +37,7 @@ function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
 async function readForm(c: Context): Promise<URLSearchParams | undefined> {
   const type = c.req.header("content-type")?.split(";")[0].trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") return undefined;
-  return new URLSearchParams(new TextDecoder().decode(await readBodyLimited(c.req.raw, FORM_LIMIT, "16 KB")));
+  return new URLSearchParams(new TextDecoder().decode((await readAtMost(c.req.raw, FORM_LIMIT)) ?? tooLarge("16 KB")));
 }
 
 /** client_id from HTTP Basic (form-urlencoded per RFC 6749 2.3.1), when a client sends it that way. */
@@ -110,7 +111,7 @@ export function oauthRoutes(deps: OAuthDeps) {
     }
     let metadata: unknown;
     try {
-      metadata = JSON.parse(new TextDecoder().decode(await readBodyLimited(c.req.raw, FORM_LIMIT, "16 KB")));
+      metadata = JSON.parse(new TextDecoder().decode((await readAtMost(c.req.raw, FORM_LIMIT)) ?? tooLarge("16 KB")));
     } catch (err) {
       if (err instanceof ApiError) return oauthError(c, 400, "invalid_client_metadata", "The client metadata is larger than 16 KB");
       return oauthError(c, 400, "invalid_client_metadata", "The body must be a JSON object of client metadata");
@@ -174,26 +175,20 @@ export function oauthRoutes(deps: OAuthDeps) {
   return app;
 }
 
-export const CONNECTIONS_ROUTE = "/v1/connections";
-export const CONNECTION_ROUTE = "/v1/connections/{id}";
-
-/** GET and DELETE {base_url}/connections: API key only (meter() refuses OAuth tokens), free. */
-export function connectionRoutes(deps: RouteDeps) {
+/** GET and DELETE {base_url}/connections: API key only (the metering refuses OAuth tokens), free. */
+export function connectionRoutes(deps: OperationDeps) {
   const app = new Hono();
 
   app.get("/connections", async (c) => {
-    const m = await meter(c, meterDeps(deps), { route: CONNECTIONS_ROUTE, weight: 0, needsCredits: false });
-    const data = await listConnections(deps.db, m.accountId);
-    return c.json({ data, meta: { count: data.length } });
+    const listed = await accountConnections(deps, requestMeterer(c, meterDeps(deps)));
+    if (!listed.ok) throw listed.refusal;
+    return c.json({ data: listed.data, meta: { count: listed.data.length } });
   });
 
   app.delete("/connections/:id", async (c) => {
-    const m = await meter(c, meterDeps(deps), { route: CONNECTION_ROUTE, weight: 0, needsCredits: false });
-    const id = c.req.param("id").toLowerCase();
-    const now = deps.now();
-    const ended = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id) && (await disconnect(deps.db, { connectionId: id, accountId: m.accountId, now }));
-    if (!ended) throw new ApiError(404, "CONNECTION_NOT_FOUND", `Connection not found: ${id.slice(0, 60)} is not a live connection of this account`);
-    return c.json({ data: { id, disconnected: true }, meta: { disconnected_at: now.toISOString() } });
+    const ended = await endConnection(deps, requestMeterer(c, meterDeps(deps)), { id: c.req.param("id") });
+    if (!ended.ok) throw ended.refusal;
+    return c.json({ data: { id: ended.id, disconnected: true }, meta: { disconnected_at: ended.endedAt.toISOString() } });
   });
 
   return app;

@@ -14,14 +14,17 @@ import {
   type AuthInfo,
 } from "@modelcontextprotocol/server";
 import { ApiError } from "../http/errors.ts";
-import { readBodyLimited, ONE_MB } from "../http/body.ts";
-import { identifyCaller, unauthorizedResponse, type McpCaller, type VerifyAccessToken } from "../mcp/credentials.ts";
-import { clientAddress, createHourlyLimiter } from "../mcp/hourly.ts";
-import { buildMcpServer, type McpDeps } from "../mcp/tools.ts";
-import { serveSingleRequest, singleRequest } from "../mcp/exchange.ts";
+import { ONE_MB, readAtMost, tooLarge } from "../http/body.ts";
+import { clientAddress } from "../http/client-address.ts";
 import type { Operation } from "../openapi/operation.ts";
+import type { OperationDeps } from "../operations/deps.ts";
+import { identifyCaller, unauthorizedResponse, type McpCaller, type VerifyAccessToken } from "./credentials.ts";
+import { serveSingleRequest, singleRequest } from "./exchange.ts";
+import { createHourlyLimiter } from "./hourly.ts";
+import { buildMcpServer } from "./tools.ts";
 
-export interface McpRouteDeps extends McpDeps {
+export interface McpRouteDeps {
+  operations: OperationDeps;
   verifyAccessToken?: VerifyAccessToken;
   /** The connection's peer address, from the runtime (src/main.ts); absent, "unknown". */
   peerAddress?: (req: Request, env: unknown) => string | undefined;
@@ -107,19 +110,19 @@ function authInfoOf(caller: McpCaller, only: string | undefined): AuthInfo {
 }
 
 export function mcpRoutes(deps: McpRouteDeps) {
-  const { routes } = deps;
-  const site = new URL(routes.config.publicUrl);
+  const { operations } = deps;
+  const site = new URL(operations.config.publicUrl);
   // DNS rebinding: a Host or Origin naming another site is refused; loopback names are safe
   // (a rebinding attacker's page carries the attacker's host name, never these)
   const allowedHosts = [...new Set([site.hostname, ...localhostAllowedHostnames()])];
-  const limiter = createHourlyLimiter(routes.db, routes.log);
-  const serverFor = (caller: McpCaller, only: string | undefined) => buildMcpServer(deps, caller, only);
+  const limiter = createHourlyLimiter(operations.db, operations.log);
+  const serverFor = (caller: McpCaller, only: string | undefined) => buildMcpServer(operations, caller, only);
   // the 2026-07-28 revision (per-request envelope); 2025-era traffic is served below with JSON responses
   const modern = createMcpHandler(
     ({ authInfo }) => serverFor((authInfo?.extra?.caller as McpCaller) ?? { kind: "anonymous" }, authInfo?.extra?.only as string | undefined),
     {
       legacy: "reject",
-      onerror: (err) => routes.log(`mcp: ${err.message}`, "warn"),
+      onerror: (err) => operations.log(`mcp: ${err.message}`, "warn"),
     },
   );
 
@@ -153,16 +156,16 @@ export function mcpRoutes(deps: McpRouteDeps) {
     try {
       caller = await identifyCaller(req, deps.verifyAccessToken);
     } catch (err) {
-      routes.log(`mcp: token verification unavailable: ${err instanceof Error ? err.message : String(err)}`, "warn");
+      operations.log(`mcp: token verification unavailable: ${err instanceof Error ? err.message : String(err)}`, "warn");
       return rpcError(503, -32000, "The token service is temporarily unavailable: retry shortly", { "Retry-After": "5" });
     }
     if (caller.kind === "rejected") {
-      return unauthorizedResponse(routes.config.publicUrl, "The access token is invalid, expired or revoked: authorize again");
+      return unauthorizedResponse(operations.config.publicUrl, "The access token is invalid, expired or revoked: authorize again");
     }
 
     let text: string;
     try {
-      text = new TextDecoder().decode(await readBodyLimited(req, ONE_MB, "1 MiB"));
+      text = new TextDecoder().decode((await readAtMost(req, ONE_MB)) ?? tooLarge("1 MiB"));
     } catch (err) {
       if (err instanceof ApiError) return rpcError(err.status, -32600, err.message, err.headers);
       throw err;
@@ -177,14 +180,14 @@ export function mcpRoutes(deps: McpRouteDeps) {
     const toolCalls = messages.filter((m) => m.method === "tools/call").length;
     if (toolCalls > 0 && caller.kind === "anonymous") {
       return unauthorizedResponse(
-        routes.config.publicUrl,
+        operations.config.publicUrl,
         "Calling a tool needs a credential: send Authorization: Bearer <API_KEY>, or connect with OAuth",
       );
     }
     const others = messages.length - toolCalls;
     if (others > 0) {
-      const address = clientAddress(req, deps.peerAddress?.(req, c.env), routes.config.trustProxy);
-      const verdict = await limiter.count(caller, { address, requests: others, now: routes.now() });
+      const address = clientAddress(req, deps.peerAddress?.(req, c.env), operations.config.trustProxy);
+      const verdict = await limiter.count(caller, { address, requests: others, now: operations.now() });
       if (!verdict.ok) {
         const who = verdict.kind === "account" ? "per account with a working credential" : "per IP address without a working credential";
         return rpcError(

@@ -6,8 +6,8 @@ import { sql } from "../db/queries.ts";
 import { ApiError } from "../http/errors.ts";
 import { metrics, type Gauge } from "../observe/metrics.ts";
 import type { Operation } from "../openapi/operation.ts";
-import { clientAddress } from "../mcp/hourly.ts";
-import type { RouteDeps } from "./deps.ts";
+import { clientAddress } from "../http/client-address.ts";
+import type { OperationDeps } from "../operations/deps.ts";
 
 /** How long a scrape waits for the database's gauges before leaving them out. */
 const GAUGE_TIMEOUT_MS = 2000;
@@ -55,7 +55,7 @@ function withTimeout<T>(work: Promise<T>): Promise<T> {
 }
 
 /** The gauges of one scrape, read from the app's database (each query once, with a timeout). */
-function scrapeGauges(deps: RouteDeps): Gauge[] {
+function scrapeGauges(deps: OperationDeps): Gauge[] {
   const { db } = deps;
   let jobsRead: Promise<Array<{ status: string; jobs: number; oldest_age_seconds: number | null }>> | undefined;
   const jobs = () => (jobsRead ??= withTimeout(db.query(sql("jobs_select_metrics"), [deps.now()])));
@@ -91,7 +91,7 @@ function scrapeGauges(deps: RouteDeps): Gauge[] {
   ];
 }
 
-export function metricsRoutes(deps: RouteDeps, peerAddress?: (req: Request, env: unknown) => string | undefined) {
+export function metricsRoutes(deps: OperationDeps, peerAddress?: (req: Request, env: unknown) => string | undefined) {
   const app = new Hono();
   app.get("/metrics", async (c: Context) => {
     const token = deps.config.metricsToken;

@@ -2,17 +2,16 @@
 // because the rate weight is the body's address count.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { buildViews, type WalletView } from "../index/records.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { canonicalJson, ONE_MB, readWalletList } from "../http/body.ts";
-import { ApiError, invalidAddress } from "../http/errors.ts";
-import { refusal, releaseIdempotencyClaim, requestMeterer, storeIdempotentResponse, type Metered, type Meterer } from "../http/meter.ts";
+import { ApiError } from "../http/errors.ts";
+import { releaseIdempotencyClaim, storeIdempotentResponse } from "../http/meter.ts";
+import { requestMeterer } from "../http/request-meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
-import { meterDeps, type RouteDeps } from "./deps.ts";
-
-export const BATCH_ROUTE = "/v1/batch";
+import { lookupBatch } from "../operations/batch.ts";
+import { meterDeps, type OperationDeps } from "../operations/deps.ts";
 
 export const batchOpenapi: Operation[] = [
   {
@@ -36,34 +35,7 @@ export const batchOpenapi: Operation[] = [
   },
 ];
 
-/**
- * A list of addresses (entries as sent, distinct lowercased addresses, malformed entries):
- * metered with the rate weight of every entry and looked up in one round trip.
- */
-export async function lookupBatch(
-  deps: RouteDeps,
-  meterer: Meterer,
-  list: { entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number },
-  idempotency?: { key: string; requestHash: string },
-): Promise<{ metered: Metered; views: Map<string, WalletView> }> {
-  if (list.invalid.length > 0) throw await refusal(meterer, BATCH_ROUTE, invalidAddress(list.invalid, list.invalidCount));
-  const metered = await meterer.meter({
-    route: BATCH_ROUTE,
-    weight: list.entries.length,
-    needsCredits: true,
-    listSize: list.entries.length,
-    billWallets: list.unique,
-    wallets: list.entries.length,
-    // a retry under the same Idempotency-Key lands on the same debit key and cannot bill twice
-    callKey: idempotency ? `batch-idem:${idempotency.key}` : undefined,
-    idempotency,
-    lookup: list.unique,
-  });
-  const views = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays });
-  return { metered, views };
-}
-
-export function batchRoutes(deps: RouteDeps) {
+export function batchRoutes(deps: OperationDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
@@ -75,12 +47,15 @@ export function batchRoutes(deps: RouteDeps) {
 
     // the same JSON with other whitespace or key order is the same request
     const requestHash = idempotencyKey ? await sha256Hex(canonicalJson(document)) : undefined;
-    const { metered, views } = await lookupBatch(
-      deps,
-      requestMeterer(c, meterDeps(deps)),
-      { entries, unique, invalid, invalidCount },
-      idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
-    );
+    const looked = await lookupBatch(deps, requestMeterer(c, meterDeps(deps)), {
+      entries,
+      unique,
+      invalid,
+      invalidCount,
+      idempotency: idempotencyKey ? { key: idempotencyKey, requestHash: requestHash! } : undefined,
+    });
+    if (!looked.ok) throw looked.refusal;
+    const { metered, views } = looked;
 
     if (metered.replay) {
       if (metered.replay.requestHash !== requestHash) {

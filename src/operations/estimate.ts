@@ -1,44 +1,34 @@
-// POST /estimate: a dry run of a batch over 10 to max_batch_size distinct addresses. Counts
-// and a billing band only, never identities; free at any balance, rate weight 1 per address.
-import { Hono } from "hono";
+// Estimate what a list would bill: a dry run over 10 to max_batch_size distinct addresses. Counts
+// and a billing band only, never identities; free at any balance, rate weight 1 per address sent.
 import { buildViews } from "../index/records.ts";
 import { MATCH_RATES } from "../index/match-rates.ts";
-import { ONE_MB, readWalletList } from "../http/body.ts";
 import { ApiError, invalidAddress } from "../http/errors.ts";
-import { refusal, requestMeterer, type Meterer } from "../http/meter.ts";
-import { EstimateResponse, WalletListBody } from "../http/schemas.ts";
-import type { Operation } from "../openapi/operation.ts";
-import { meterDeps, type RouteDeps } from "./deps.ts";
+import { refusal, type Metered, type Meterer } from "../http/meter.ts";
+import type { WalletList } from "./batch.ts";
+import type { OperationDeps } from "./deps.ts";
+import { outcomeOf, type Outcome } from "./outcome.ts";
 
 export const ESTIMATE_ROUTE = "/v1/estimate";
 export const ESTIMATE_MIN_ADDRESSES = 10;
 export const BILLABLE_PREDICATE = "x_or_farcaster";
 
-export const estimateOpenapi: Operation[] = [
-  {
-    method: "post",
-    path: "/estimate",
-    operationId: "estimateList",
-    tag: "Lookups",
-    summary: "Estimate what a list would bill",
-    description:
-      "A dry run over 10 to the plan's `max_batch_size` distinct addresses (body at most 1 MiB, 1,048,576 bytes): counts and a billing band, never identities. `low` is exactly what a batch of the list would bill now; `high` adds the never-checked wallets at the measured overall match rate, the ceiling for an async job. Free at any balance; rate weight 1 per address sent.",
-    auth: true,
-    body: WalletListBody,
-    success: { status: 200, description: "Counts and the billing band", schema: EstimateResponse },
-    errors: [
-      { status: 400, codes: ["INVALID_REQUEST", "INVALID_ADDRESS", "LIST_TOO_SMALL", "BATCH_SIZE_EXCEEDED"] },
-      { status: 413, codes: ["INVALID_REQUEST"] },
-    ],
-  },
-];
+export interface Estimate {
+  data: {
+    requested: number;
+    in_index: number;
+    previously_checked_empty: number;
+    never_checked: number;
+    would_bill_estimate: { low: number; high: number; note: string };
+  };
+  metered: Metered;
+}
 
 /** The dry run over a list: counts and a billing band, rate weight 1 per address sent, free. */
-export async function estimateList(
-  deps: RouteDeps,
-  meterer: Meterer,
-  list: { entries: unknown[]; unique: string[]; invalid: unknown[]; invalidCount: number },
-) {
+export function estimateList(deps: OperationDeps, meterer: Meterer, list: WalletList): Promise<Outcome<Estimate>> {
+  return outcomeOf(() => estimate(deps, meterer, list));
+}
+
+async function estimate(deps: OperationDeps, meterer: Meterer, list: WalletList) {
   const { entries, unique, invalid, invalidCount } = list;
   if (invalid.length > 0) throw await refusal(meterer, ESTIMATE_ROUTE, invalidAddress(invalid, invalidCount));
   if (unique.length < ESTIMATE_MIN_ADDRESSES) {
@@ -86,17 +76,4 @@ export async function estimateList(
     },
   };
   return { data, metered };
-}
-
-export function estimateRoutes(deps: RouteDeps) {
-  const app = new Hono();
-
-  app.post("/estimate", async (c) => {
-    // body checks first, as for batch: the rate weight is the body's address count
-    const list = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
-    const { data } = await estimateList(deps, requestMeterer(c, meterDeps(deps)), list);
-    return c.json({ data, meta: { generated_at: deps.now().toISOString(), billable_predicate: BILLABLE_PREDICATE } });
-  });
-
-  return app;
 }

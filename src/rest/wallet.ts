@@ -1,15 +1,12 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
 import { Hono, type Context } from "hono";
-import * as v from "valibot";
-import { buildViews, type WalletView } from "../index/records.ts";
-import { invalidAddress } from "../http/errors.ts";
-import { refusal, requestMeterer, type Metered, type Meterer } from "../http/meter.ts";
+import type { WalletView } from "../index/records.ts";
+import { requestMeterer } from "../http/request-meter.ts";
 import { walletRecordJson } from "../http/render.ts";
 import { WalletLookupResponse, WalletParams } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
-import { meterDeps, type RouteDeps } from "./deps.ts";
-
-export const WALLET_ROUTE = "/v1/wallet/{address}";
+import { meterDeps, type OperationDeps } from "../operations/deps.ts";
+import { lookupWallet } from "../operations/lookup.ts";
 
 export const walletOpenapi: Operation[] = [
   {
@@ -54,34 +51,13 @@ export function lookupResponse(c: Context, address: string, view: WalletView | u
   });
 }
 
-/** One address: validated, metered and looked up in one round trip. */
-export async function lookupWallet(
-  deps: RouteDeps,
-  meterer: Meterer,
-  raw: string,
-): Promise<{ address: string; view: WalletView | undefined; metered: Metered }> {
-  const params = v.safeParse(WalletParams, { address: raw });
-  if (!params.success) throw await refusal(meterer, WALLET_ROUTE, invalidAddress([raw]));
-  const address = params.output.address.toLowerCase();
-  // metering and the lookup are one round trip
-  const metered = await meterer.meter({
-    route: WALLET_ROUTE,
-    weight: 1,
-    needsCredits: true,
-    billWallets: [address],
-    wallets: 1,
-    lookup: [address],
-  });
-  const view = buildViews(metered.identities, { now: deps.now(), staleAfterDays: deps.config.staleAfterDays }).get(address);
-  return { address, view, metered };
-}
-
-export function walletRoutes(deps: RouteDeps) {
+export function walletRoutes(deps: OperationDeps) {
   const app = new Hono();
 
   app.get("/wallet/:address", async (c) => {
-    const { address, view } = await lookupWallet(deps, requestMeterer(c, meterDeps(deps)), c.req.param("address"));
-    return lookupResponse(c, address, view);
+    const looked = await lookupWallet(deps, requestMeterer(c, meterDeps(deps)), c.req.param("address"));
+    if (!looked.ok) throw looked.refusal;
+    return lookupResponse(c, looked.address, looked.view);
   });
 
   return app;

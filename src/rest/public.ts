@@ -7,7 +7,7 @@ import { HealthResponse } from "../http/schemas.ts";
 import { buildOpenApiDocument } from "../openapi/document.ts";
 import { renderDocsPage } from "../openapi/docs-page.ts";
 import type { Operation } from "../openapi/operation.ts";
-import type { RouteDeps } from "./deps.ts";
+import type { OperationDeps } from "../operations/deps.ts";
 
 /** How long /healthz waits for the database before calling it down. */
 const HEALTH_TIMEOUT_MS = 3000;
@@ -57,7 +57,7 @@ export const publicOpenapi: Operation[] = [
   },
 ];
 
-async function databaseAnswers(deps: RouteDeps): Promise<boolean> {
+async function databaseAnswers(deps: OperationDeps): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), HEALTH_TIMEOUT_MS);
@@ -77,7 +77,7 @@ async function databaseAnswers(deps: RouteDeps): Promise<boolean> {
 }
 
 /** Mounted at the site root; `operations` is every operation the app serves, for the document. */
-export function publicRoutes(deps: RouteDeps, operations: Operation[]) {
+export function publicRoutes(deps: OperationDeps, operations: Operation[]) {
   const app = new Hono();
   const document = buildOpenApiDocument(operations, { publicUrl: deps.config.publicUrl });
   const page = renderDocsPage(document);

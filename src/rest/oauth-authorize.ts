@@ -4,9 +4,10 @@
 // is loopback or on OAUTH_TRUSTED_CALLBACK_HOST, and are shown on the page otherwise.
 import { Hono, type Context } from "hono";
 import { sql } from "../db/queries.ts";
-import { readBodyLimited } from "../http/body.ts";
+import { readAtMost, tooLarge } from "../http/body.ts";
 import { isApiKeyShape, sha256Hex } from "../ledger/keys.ts";
-import { findClient, isLoopbackRedirect, matchRedirectUri, type OAuthClient } from "../oauth/clients.ts";
+import { findClient, matchRedirectUri, type OAuthClient } from "../oauth/clients.ts";
+import { isLoopbackRedirect } from "../oauth/redirect-uris.ts";
 import { renderConsentPage, renderMessagePage } from "../oauth/consent-page.ts";
 import { CONSENT_PAGES_PER_HOUR, CONSENT_TTL_MS, SCOPE, type OAuthDeps } from "../oauth/deps.ts";
 import { issueCode } from "../oauth/grants.ts";
@@ -165,7 +166,7 @@ export function authorizeRoutes(deps: OAuthDeps) {
   app.post(PATH, async (c) => {
     const type = c.req.header("content-type")?.split(";")[0].trim().toLowerCase();
     if (type !== "application/x-www-form-urlencoded") return showError(c, 400, "The consent form was not sent as a form");
-    const params = formParams(new URLSearchParams(new TextDecoder().decode(await readBodyLimited(c.req.raw, 16 * 1024, "16 KB"))));
+    const params = formParams(new URLSearchParams(new TextDecoder().decode((await readAtMost(c.req.raw, 16 * 1024)) ?? tooLarge("16 KB"))));
     if (params.repeated || params.resources.length > 0) return showError(c, 400, "The consent form repeats a field: open the page again from the app");
     const consentId = params.get("consent") ?? "";
     const csrf = params.get("csrf") ?? "";

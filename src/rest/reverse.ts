@@ -1,0 +1,75 @@
+// GET /reverse/twitter/{handle} and /reverse/farcaster/{username}: the wallets holding an
+// identity, 100 a page in keyset order, 1 match credit per wallet returned, rate weight 2.
+import { Hono, type Context } from "hono";
+import * as v from "valibot";
+import { requestMeterer } from "../http/request-meter.ts";
+import { reverseRowJson } from "../http/render.ts";
+import {
+  ReverseFarcasterParams,
+  ReverseFarcasterResponse,
+  ReverseQuery,
+  ReverseTwitterParams,
+  ReverseTwitterResponse,
+} from "../http/schemas.ts";
+import type { Operation } from "../openapi/operation.ts";
+import { meterDeps, type OperationDeps } from "../operations/deps.ts";
+import type { Outcome } from "../operations/outcome.ts";
+import { reverseFarcaster, reverseTwitter, type ReversePage } from "../operations/reverse.ts";
+
+const PAGING =
+  "At most 100 wallets a page, ordered by the farcaster follower count of the account the row shows, descending (wallets without a count last), then by address. Pages are keyset positions, not snapshots: pass `meta.next_cursor` back unmodified until it is null; a cursor this API did not issue for this lookup is 400 INVALID_CURSOR, never page one.";
+
+export const reverseOpenapi: Operation[] = [
+  {
+    method: "get",
+    path: "/reverse/twitter/{handle}",
+    operationId: "reverseTwitter",
+    tag: "Reverse lookups",
+    summary: "Wallets holding a twitter handle",
+    description: `Every wallet the index links to the handle, through any evidence route; each row's \`sources\` says what backs it and \`twitter\` shows the handle asked for. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2.`,
+    auth: true,
+    params: ReverseTwitterParams,
+    query: ReverseQuery,
+    success: { status: 200, description: "One page of wallets; data is [] when nobody holds the handle", schema: ReverseTwitterResponse },
+    errors: [
+      { status: 400, codes: ["INVALID_HANDLE", "INVALID_CURSOR"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+    ],
+  },
+  {
+    method: "get",
+    path: "/reverse/farcaster/{username}",
+    operationId: "reverseFarcaster",
+    tag: "Reverse lookups",
+    summary: "Wallets attested to a farcaster username",
+    description: `Only wallets whose every recorded source is owner-attested evidence (onchain, farcaster verification, owner-signed link, manual review): a wallet with a correlated or unclassified source beside its attested link is left out of the page and the total. Needs a key that belongs to an account. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2.`,
+    auth: true,
+    params: ReverseFarcasterParams,
+    query: ReverseQuery,
+    success: { status: 200, description: "One page of wallets; data is [] when no wallet qualifies", schema: ReverseFarcasterResponse },
+    errors: [
+      { status: 400, codes: ["INVALID_USERNAME", "INVALID_CURSOR"] },
+      { status: 402, codes: ["NO_CREDITS"] },
+      { status: 403, codes: ["ACCOUNT_REQUIRED"] },
+    ],
+  },
+];
+export function reverseRoutes(deps: OperationDeps) {
+  const app = new Hono();
+  const respond = (c: Context, page: Outcome<ReversePage>) => {
+    if (!page.ok) throw page.refusal;
+    return c.json({ data: page.views.map(reverseRowJson), meta: page.meta });
+  };
+
+  app.get("/reverse/twitter/:handle", async (c) => {
+    const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
+    return respond(c, await reverseTwitter(deps, requestMeterer(c, meterDeps(deps)), { handle: c.req.param("handle"), cursor }));
+  });
+
+  app.get("/reverse/farcaster/:username", async (c) => {
+    const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
+    return respond(c, await reverseFarcaster(deps, requestMeterer(c, meterDeps(deps)), { username: c.req.param("username"), cursor }));
+  });
+
+  return app;
+}
