@@ -1,4 +1,4 @@
-// The operator CLI (CONTRACT "Operator interface"): accounts, keys, credits, index imports and
+// The operator CLI (docs/operating.md, "The operator interface"): accounts, keys, credits, index imports and
 // the daily maintenance tasks.
 // Prints JSON on stdout; on bad input prints one line on stderr and exits non-zero.
 import { realpathSync } from "node:fs";
@@ -36,7 +36,7 @@ const COMMAND_HELP: Record<string, string> = {
   "account create": "Creates an account (with --email: an email-signup account). Prints {\"account_id\"}.",
   "key create": `Creates an API key for the account (at most ${MAX_ACTIVE_KEYS} active). Prints {"api_key", "prefix", "key_id"}; the key is shown once.`,
   "credits grant": "Grants --quantity (default 1) packs of --pack to the account. Prints the new balance.",
-  import: "Imports an NDJSON index file (CONTRACT's import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
+  import: "Imports an NDJSON index file (the format in docs/api.md, Import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
   maintain: "Runs the daily maintenance tasks once, now (default all). Prints what each did.",
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
   "connection list": "Lists the account's OAuth connections (MCP hosts).",

@@ -38,8 +38,8 @@ interface Conn {
  * handed over, not taken as the value the statement resolves with: V8 keeps a settled postgres.js
  * Query (a Promise subclass with fields of its own) alive through minor GCs when the process had
  * idled before it, and everything it holds with it, so every row it resolved with was promoted to
- * the old generation: scavenges of 5-8 ms instead of under 1 (README, "Rows kept alive by the
- * statement").
+ * the old generation: scavenges of 5-8 ms instead of under 1 (docs/performance.md,
+ * "Kept, and why").
  */
 async function collect(conn: Conn, text: string, params: readonly unknown[], arrays: boolean): Promise<ArrayRows & { rows: never[] }> {
   const box: { rows: unknown[] | null } = { rows: [] };
@@ -96,8 +96,8 @@ function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullab
  * them is kept for the metering lane's statements (QueryOptions.lane), which the pool would
  * otherwise spread over all its connections in turn. One backend running them all, and nothing
  * else, keeps its caches warm: side by side, the metered lookup served 1.16 times as many requests
- * a second, and PostgreSQL spent 52 µs a request against 64 (README, "Performance notes: the
- * metering lane's own connection"). It shows in pg_stat_activity as `walletid meter lane`.
+ * a second, and PostgreSQL spent 52 µs a request against 64 (docs/performance.md,
+ * "Kept, and why"). It shows in pg_stat_activity as `walletid meter lane`.
  */
 export function openPostgres(url: string, options: { max?: number; timeouts?: DbTimeouts; lane?: boolean } = {}): Db {
   const max = options.max ?? 4;

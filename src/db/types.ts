@@ -60,8 +60,8 @@ export interface DbTimeouts {
 /**
  * An unused connection is kept 5 minutes: one opened afresh after a lull runs its first statements
  * on a new backend with cold caches and plans (reverse pages right after a minute's idle: about 20 ms
- * of PostgreSQL CPU a page against 12 with the connections kept; README, "the first requests after
- * a lull").
+ * of PostgreSQL CPU a page against 12 with the connections kept; docs/performance.md,
+ * "Kept, and why").
  */
 export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 3000, statementMs: 3000, idleMs: 300_000 };
 

@@ -91,8 +91,8 @@ export function meterGrouped<T extends Row>(db: Db, now: () => Date, call: Group
  * Starts a free lane's statement once the event loop has handled the rest of this turn's input
  * (endOfTurn: a MessageChannel message, or the entry point's setImmediate): requests that arrive
  * together go together. Sent at once instead, the first call of a burst went alone and the rest
- * waited for it; under 32 connections a fifth of the statements metered one call (README, "The
- * metering ratio"). No timer, no clamp.
+ * waited for it; under 32 connections a fifth of the statements metered one call (docs/performance.md,
+ * "Kept, and why"). No timer, no clamp.
  */
 function dispatchAfterInput(db: Db, group: Group): void {
   if (group.due) return;

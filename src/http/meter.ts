@@ -347,7 +347,7 @@ function ietfRateLimitHeaders(limited: Window[], nowMs: number): Record<string, 
 
 /**
  * The window closest to exhaustion (lowest remaining, the shortest window on a tie) as
- * `X-RateLimit-*` (SPEC), and every limited window in the IETF `RateLimit-Policy` and `RateLimit`.
+ * `X-RateLimit-*` (the interface), and every limited window in the IETF `RateLimit-Policy` and `RateLimit`.
  */
 export function rateLimitHeaders(m: Metered, now: Date): Record<string, string> | undefined {
   let chosen: { w: Window; remaining: number } | undefined;

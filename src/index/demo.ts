@@ -1,4 +1,4 @@
-// The demo index: a dozen hand-written wallets the README walks through, and 10,000 generated
+// The demo index: a dozen hand-written wallets the README's "Try it" walks through, and 10,000 generated
 // ones covering every identity kind, route, reachability and freshness. Seeded, so every run
 // (and every machine) loads the same index relative to its `now`.
 import type { Db } from "../db/types.ts";

@@ -1,4 +1,4 @@
-// Index import: NDJSON observation lines (CONTRACT "Index import format"), all validated before
+// Index import: NDJSON observation lines (docs/api.md, "Import format"), all validated before
 // any is written, then upserted in batches inside one transaction: a file lands whole or not at all.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";

@@ -300,7 +300,7 @@ function agentOf(wallet: WalletRows, twitter?: TwitterView, farcaster?: Farcaste
 }
 
 /**
- * quality.score, 0 to 100 (documented in the README):
+ * quality.score, 0 to 100 (documented in docs/api.md):
  * evidence 60 when any owner-attested class backs the record, 30 for aggregated alone, 10 otherwise;
  * +5 per identity kind shown (twitter, farcaster, ens, lens, github); +15 when the twitter or
  * farcaster account is verified; -30 when the twitter handle shown no longer reaches an account.

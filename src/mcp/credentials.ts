@@ -18,13 +18,13 @@
 //   the account's API keys). `connectionId` is carried through to tools (McpCaller) for logs.
 // - `{ ok: false }` (unknown, expired, revoked, wrong audience): HTTP 401 with
 //   `WWW-Authenticate: Bearer resource_metadata="{site_url}/.well-known/oauth-protected-resource/mcp"`,
-//   for every method, initialize and tools/list included (SPEC Authentication 12).
+//   for every method, initialize and tools/list included (the interface's authentication rules).
 // - Throwing means the token service is unavailable: the request answers 503 with Retry-After.
 // - createApp passes the OAuth module's own check (src/oauth/grants.ts verifyAccessToken) unless
 //   AppDeps.verifyAccessToken replaces it (tests do).
 //
 // Anything else in the header is an API key as sent: a mistyped one is not refused here but at the
-// tool call, as a tool error saying the key is invalid (SPEC Authentication 12); no header at all
+// tool call, as a tool error saying the key is invalid (the interface's authentication rules); no header at all
 // may initialize, ping and list tools, and gets the same 401 on tools/call.
 import { isApiKeyShape } from "../ledger/keys.ts";
 import { credentialOf, keyDigest } from "../http/meter.ts";

@@ -1,4 +1,4 @@
-// The hourly limit of the MCP server's non-tool methods (SPEC "MCP server limits"), counted in the
+// The hourly limit of the MCP server's non-tool methods (docs/mcp.md, "Limits"), counted in the
 // database so that every instance shares it; anonymous callers are keyed on src/http/client-address.ts.
 import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";

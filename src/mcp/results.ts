@@ -1,4 +1,4 @@
-// What MCP tools return: trimmed wallet records (SPEC "MCP tool server"), the quota every tool
+// What MCP tools return: trimmed wallet records (docs/mcp.md), the quota every tool
 // result carries, and their valibot schemas (the tools' output schemas).
 import * as v from "valibot";
 import type { WalletView } from "../index/records.ts";

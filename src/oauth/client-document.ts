@@ -4,7 +4,7 @@
 // and the fetch has 5 seconds, no redirects, no compression and 64 KB counted on the bytes read.
 //
 // fetch() resolves the name again itself, so a DNS answer that changes between our check and
-// its connection (rebinding) is not covered here; the README says to put an egress proxy in
+// its connection (rebinding) is not covered here; docs/oauth.md says to put an egress proxy in
 // front where that matters.
 import { readAtMost } from "../http/body.ts";
 import { isIpLiteralHost, nonPublicReason } from "./addresses.ts";
@@ -24,7 +24,7 @@ export function isDocumentClientId(clientId: string): boolean {
   return clientId.includes("://");
 }
 
-/** Why a client_id URL breaks SPEC Authentication 9's URL rules, or undefined. */
+/** Why a client_id URL breaks the URL rules of a metadata-document client_id (docs/oauth.md), or undefined. */
 export function documentUrlProblem(clientId: string): string | undefined {
   let url: URL;
   try {

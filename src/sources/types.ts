@@ -5,7 +5,7 @@ export const STAGES = ["index", "cache", "live", "onchain"] as const;
 export type Stage = (typeof STAGES)[number];
 export type LiveStage = Extract<Stage, "live" | "onchain">;
 
-/** Fields of one observation in the import format (CONTRACT), without `wallet` and `observed_at`. */
+/** Fields of one observation in the import format (docs/api.md), without `wallet` and `observed_at`. */
 export type ObservationFields = Record<string, unknown> & { kind: string; route: string };
 
 export interface LiveSource {

@@ -9,7 +9,7 @@ import type { ReplayKey } from "./payment.ts";
 
 export const PACK = "Agent";
 export const MATCHES_PER_PACK = 12;
-/** Active keys one paying wallet may hold on its account (SPEC Limits). */
+/** Active keys one paying wallet may hold on its account (docs/payments.md). */
 export const MAX_KEYS_PER_WALLET = 3;
 /** Every tenth settled purchase of a wallet earns one extra pack. */
 export const LOYALTY_EVERY = 10;

@@ -11,7 +11,7 @@ import { fromBase64Url, secretMac, toBase64Url } from "../http/cursor.ts";
 import { sha256Hex } from "../ledger/keys.ts";
 import { MAX_KEYS_PER_WALLET, mintKey, walletAccount } from "./purchase.ts";
 
-/** SPEC Limits: a recovery challenge is valid five minutes. */
+/** A recovery challenge is valid five minutes. */
 export const CHALLENGE_TTL_MS = 5 * 60_000;
 /** A challenge dated this far in the future is still accepted (clocks of several servers). */
 const CLOCK_SKEW_MS = 30_000;

@@ -24,7 +24,7 @@ const CLIENTS = 4;
 /** The acceptance figures. */
 const SLOW_MS = 5000;
 // Serves normally within 1 s of the database's return. (It once took 3.15 s in about one run in
-// eight: a pool slot whose connects all hung, fixed in postgres.js at install; README.)
+// eight: a pool slot whose connects all hung, fixed in postgres.js at install; docs/development.md.)
 const RECOVERY_MS = Number(process.env.FAULT_RECOVERY_MS ?? "1000");
 /** A request that has not answered after this long is given up on and counted as unanswered. */
 const GIVE_UP_MS = 30_000;

@@ -1,4 +1,4 @@
-// The authorization endpoint and consent page over HTTP (SPEC Authentication 9-10), and dynamic
+// The authorization endpoint and consent page over HTTP (client registration and redirect rules, docs/oauth.md), and dynamic
 // registration: exact redirects with loopback ports free, where errors and declines may go
 // (loopback and OAUTH_TRUSTED_CALLBACK_HOST only), repeated parameters, PKCE and resource rules,
 // the page's own protections (CSP, frame-ancestors, CSRF cookie, the API key never echoed).
@@ -215,7 +215,7 @@ eachDatabase("OAuth authorization endpoint and registration", (get) => {
     assert.equal((await openConsent(url)).status, 200);
   });
 
-  test("discovery documents: resource exactly {site_url}/mcp at both places; the metadata CONTRACT names", async () => {
+  test("discovery documents: resource exactly {site_url}/mcp at both places; the metadata the interface names", async () => {
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
       const prm = await expectStatus(await server.request(path), 200);
       assert.equal(prm.body.resource, `${server.url}/mcp`);

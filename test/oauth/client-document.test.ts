@@ -1,4 +1,4 @@
-// Client ID metadata documents (SPEC Authentication 9): a URL client_id is fetched, checked and
+// Client ID metadata documents (docs/oauth.md): a URL client_id is fetched, checked and
 // cached for a day; every URL rule and every SSRF refusal is shown by the consent page refusing
 // the request (no page, no code). DNS answers come from an injected resolver; the documents from
 // a real HTTP server on 127.0.0.1 that the https URLs are routed to.

@@ -1,4 +1,4 @@
-// OAuth tokens on the MCP server (SPEC Authentication 8 and 12): a tool call without a
+// OAuth tokens on the MCP server (docs/oauth.md, docs/mcp.md): a tool call without a
 // credential is a 401 whose WWW-Authenticate starts a strict client (oauth4webapi) down the whole
 // flow; its token then calls tools through the MCP SDK client, metered and billed like the
 // account's API keys; a disconnected or expired token is a 401 again. Then the MCP SDK client's

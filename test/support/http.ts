@@ -64,7 +64,7 @@ export function epochSeconds(at: string | Date): number {
   return Math.floor(new Date(at).getTime() / 1000);
 }
 
-/** Imports observation objects (CONTRACT's NDJSON format) as one file. */
+/** Imports observation objects (the NDJSON import format) as one file. */
 export async function importIndex(db: Db, observations: object[], now: Date) {
   return await importObservations(db, observations.map((o) => JSON.stringify(o)), { now });
 }
