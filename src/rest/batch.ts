@@ -58,6 +58,8 @@ export function batchRoutes(deps: OperationDeps) {
     const { metered, views } = looked;
 
     if (metered.replay) {
+      // another body: a stored answer's, or that of an unanswered attempt already billed (meter_call
+      // then answers its hash with no response): never answered on the other body's payment
       if (metered.replay.requestHash !== requestHash) {
         throw new ApiError(
           409,
