@@ -1,4 +1,5 @@
 // createApp(deps): the whole service as a fetch(Request) => Response handler, on Web APIs only.
+import type { Outbound } from "./http/outbound.ts";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import "./http/context.ts";
 import type { Config } from "./config.ts";
@@ -51,6 +52,8 @@ export interface AppDeps {
   resolveHost?: ResolveHost;
   /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
   fetchDocument?: typeof fetch;
+  /** Requests to URLs users gave us (src/http/outbound.ts): the entry point passes its runtime's. */
+  outbound?: Outbound;
   /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
   payments?: PaymentServer;
   /** The runtime's own gzip for response bodies (src/main.ts on Node); CompressionStream by default. */
