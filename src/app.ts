@@ -30,7 +30,7 @@ import type { VerifyAccessToken } from "./mcp/credentials.ts";
 import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
 import type { PaymentServer } from "./x402/payment.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
-import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
+import type { OAuthDeps } from "./oauth/deps.ts";
 import { verifyAccessToken } from "./oauth/grants.ts";
 
 export interface AppDeps {
@@ -48,11 +48,10 @@ export interface AppDeps {
   peerAddress?: (req: Request, env: unknown) => string | undefined;
   /** Verifies `wid_mcp_` OAuth access tokens for /mcp (see src/mcp/credentials.ts); by default the OAuth module's own check. */
   verifyAccessToken?: VerifyAccessToken;
-  /** DNS for OAuth client metadata documents (the entry point passes its runtime's resolver). */
-  resolveHost?: ResolveHost;
-  /** fetch for OAuth client metadata documents; globalThis.fetch by default. */
-  fetchDocument?: typeof fetch;
-  /** Requests to URLs users gave us (src/http/outbound.ts): the entry point passes its runtime's. */
+  /**
+   * Requests to URLs users gave us (src/http/outbound.ts), OAuth client metadata documents among
+   * them: the entry point passes its runtime's. Without one, such requests are refused.
+   */
   outbound?: Outbound;
   /** The x402 resource server; by default the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
   payments?: PaymentServer;
@@ -247,8 +246,7 @@ export function createApp(deps: AppDeps): App {
     issuer: deps.config.publicUrl,
     resource: `${deps.config.publicUrl}/mcp`,
     trustedCallbackHost: deps.config.oauth.trustedCallbackHost,
-    resolveHost: deps.resolveHost,
-    fetchDocument: deps.fetchDocument ?? ((input, init) => fetch(input, init)),
+    outbound: deps.outbound,
     clientAddress: (req, env) => clientAddress(req, deps.peerAddress?.(req, env), deps.config.trustProxy),
   };
   const verify: VerifyAccessToken = deps.verifyAccessToken ?? ((token) => verifyAccessToken(oauth, token));

@@ -40,6 +40,10 @@ const EnvSchema = v.object({
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
   OAUTH_TRUSTED_CALLBACK_HOST: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, "must be a hostname (no scheme, port or path)"))),
   TRUST_PROXY: v.optional(Int(0, 10), "0"),
+  WEBHOOK_ALLOW_HOSTS: v.optional(
+    v.pipe(v.string(), v.regex(/^\s*[\w.:[\]-]+(\s*,\s*[\w.:[\]-]+)*\s*,?\s*$/, "must be comma-separated host names or IP addresses")),
+  ),
+  OUTBOUND_PROXY: v.optional(v.pipe(v.string(), v.url("must be a URL"), v.regex(/^https?:\/\//, "must be an http:// or https:// URL"))),
 });
 
 export interface Config {
@@ -94,6 +98,13 @@ export interface Config {
     /** The one hosted-client domain whose callback receives OAuth errors and declines. */
     trustedCallbackHost?: string;
   };
+  /** Requests to URLs users gave us (docs/operating.md, "Outbound requests"). */
+  outbound: {
+    /** WEBHOOK_ALLOW_HOSTS: hosts exempt from the address rules that may also use http (development and tests only). */
+    allowHosts: string[];
+    /** OUTBOUND_PROXY: the egress proxy every such request goes through. */
+    proxyUrl?: string;
+  };
 }
 
 export function readConfig(env: Record<string, string | undefined>): Config {
@@ -142,5 +153,9 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
     oauth: { trustedCallbackHost: e.OAUTH_TRUSTED_CALLBACK_HOST?.toLowerCase() },
+    outbound: {
+      allowHosts: (e.WEBHOOK_ALLOW_HOSTS ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
+      proxyUrl: e.OUTBOUND_PROXY,
+    },
   };
 }

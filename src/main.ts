@@ -9,6 +9,8 @@ import { setImmediate } from "node:timers";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import type { Gzip } from "./http/compress.ts";
+import type { Outbound } from "./http/outbound.ts";
+import { createFetchOutbound } from "./http/outbound-fetch.ts";
 import { parserRefusal } from "./http/errors.ts";
 import { openDatabase } from "./db/open.ts";
 import { acquireDataDirLock } from "./db/datadir-lock.ts";
@@ -67,6 +69,38 @@ async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, 
       (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
     });
   return { stop, runtime: `Node.js ${process.versions.node}` };
+}
+
+/**
+ * Requests to URLs users gave us (src/http/outbound.ts). Node pins each connection to the address
+ * it checked (src/outbound-node.ts, loaded only there). Deno's and Bun's fetch resolve the name
+ * themselves, so there every request is refused unless OUTBOUND_PROXY names an egress proxy.
+ */
+async function runtimeOutbound(config: Config): Promise<Outbound & { close(): Promise<void> }> {
+  const g = globalThis as { Deno?: any; Bun?: any };
+  const { allowHosts, proxyUrl } = config.outbound;
+  const resolve = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+  if (g.Deno) {
+    const client = proxyUrl && typeof g.Deno.createHttpClient === "function" ? g.Deno.createHttpClient({ proxy: { url: proxyUrl } }) : undefined;
+    const outbound = createFetchOutbound({
+      runtime: "Deno",
+      allowHosts,
+      resolve,
+      proxiedFetch: client ? (url, init) => fetch(url, { ...init, client } as RequestInit) : undefined,
+    });
+    return { ...outbound, close: async () => client?.close() };
+  }
+  if (g.Bun) {
+    const outbound = createFetchOutbound({
+      runtime: "Bun",
+      allowHosts,
+      resolve,
+      proxiedFetch: proxyUrl ? (url, init) => fetch(url, { ...init, proxy: proxyUrl, decompress: false } as RequestInit) : undefined,
+    });
+    return { ...outbound, close: async () => {} };
+  }
+  const { createNodeOutbound } = await import("./outbound-node.ts");
+  return createNodeOutbound({ allowHosts, proxyUrl, lookup: resolve });
 }
 
 /**
@@ -155,9 +189,8 @@ async function main(): Promise<void> {
   }
 
   const sources = configuredSources(config, log);
-  // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
-  const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost, gzip: runtimeGzip() });
+  const outbound = await runtimeOutbound(config);
+  const app = createApp({ db, config, now, log, logger, sources, peerAddress, outbound, gzip: runtimeGzip() });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
@@ -203,6 +236,7 @@ async function main(): Promise<void> {
     await stopMaintenance();
     await worker?.stop();
     await app.close();
+    await outbound.close();
     await db.close();
     release();
     logger.flush();

@@ -246,7 +246,6 @@ describe("admin CLI [postgres]", () => {
       log: () => {},
       issuer: "http://127.0.0.1:1",
       resource: "http://127.0.0.1:1/mcp",
-      fetchDocument: fetch,
       clientAddress: () => "test",
     };
     const registered = await registerClient(oauth, { redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "CLI host" });

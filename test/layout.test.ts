@@ -13,7 +13,8 @@
 //   6. operations/                     what a caller can ask, whatever the wire
 //   7. rest/ mcp/                      the two faces, which never import each other
 //   8. app.ts                          createApp: mounts the faces
-//   9. main.ts node-body.ts            the entry point and its Node body reader
+//   9. main.ts node-body.ts            the entry point, its Node body reader and its Node
+//      outbound-node.ts                outbound requests (undici, node:dns)
 // So operations, the domain, db and http never import src/rest, src/mcp, src/app.ts or src/main.ts.
 // A file in a folder not named here fails the test: place a new folder in a layer first.
 import assert from "node:assert/strict";
@@ -34,14 +35,14 @@ const LAYERS: string[][] = [
   ["operations"],
   ["rest", "mcp"],
   ["app.ts"],
-  ["main.ts", "node-body.ts"],
+  ["main.ts", "node-body.ts", "outbound-node.ts"],
 ];
 
 /** Faces: neither imports the other. */
 const FACES = ["rest", "mcp"];
 
-/** Where `from "node:…"` may appear: the entry point and the database drivers (runtime-specific code). */
-const RUNTIME_SPECIFIC = ["main.ts", "db"];
+/** Where `from "node:…"` may appear: the entry point, its Node outbound and the database drivers (runtime-specific code). */
+const RUNTIME_SPECIFIC = ["main.ts", "outbound-node.ts", "db"];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

@@ -1,13 +1,10 @@
 // Client ID metadata documents: a client_id that is an https URL names a JSON document the
 // client publishes. Fetching one on a stranger's say-so is an SSRF risk, so the URL must be
-// canonical and name a host (never an IP), every address the host resolves to must be public,
-// and the fetch has 5 seconds, no redirects, no compression and 64 KB counted on the bytes read.
-//
-// fetch() resolves the name again itself, so a DNS answer that changes between our check and
-// its connection (rebinding) is not covered here; docs/oauth.md says to put an egress proxy in
-// front where that matters.
-import { readAtMost } from "../http/body.ts";
-import { isIpLiteralHost, nonPublicReason } from "./addresses.ts";
+// canonical and name a host (never an IP), and the fetch goes through the outbound module
+// (src/http/outbound.ts: public addresses only, checked on the address connected to) with 5
+// seconds, no redirects, no compression and 64 KB counted on the bytes read.
+import { isIpLiteralHost } from "../http/addresses.ts";
+import { OutboundError, type OutboundResponse } from "../http/outbound.ts";
 import { redirectUriProblem } from "./redirect-uris.ts";
 import { DOCUMENT_MAX_BYTES, DOCUMENT_TIMEOUT_MS, type OAuthDeps } from "./deps.ts";
 
@@ -72,50 +69,44 @@ function validateDocument(clientId: string, json: unknown): DocumentResult {
 export async function fetchClientDocument(deps: OAuthDeps, clientId: string): Promise<DocumentResult> {
   const problem = documentUrlProblem(clientId);
   if (problem) return fail(`Cannot use client_id ${clientId}: ${problem}`);
-  const url = new URL(clientId);
-  if (!deps.resolveHost) return fail("Cannot fetch client metadata documents: no resolver is configured");
-  const signal = AbortSignal.timeout(DOCUMENT_TIMEOUT_MS);
+  if (!deps.outbound) return fail("Cannot fetch client metadata documents: this server makes no outbound requests");
+  let res: OutboundResponse;
   try {
-    const addresses = await Promise.race([
-      deps.resolveHost(url.hostname),
-      new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
-    ]);
-    if (addresses.length === 0) return fail(`Cannot fetch ${clientId}: ${url.hostname} has no addresses`);
-    for (const address of addresses) {
-      const reason = nonPublicReason(address);
-      if (reason) return fail(`Cannot fetch ${clientId}: ${url.hostname} resolves to ${address} (${reason}), not a public address`);
-    }
-    const res = await deps.fetchDocument(clientId, {
-      redirect: "manual",
-      signal,
+    res = await deps.outbound.send({
+      url: clientId,
+      method: "GET",
       headers: { Accept: "application/json", "Accept-Encoding": "identity" },
+      timeoutMs: DOCUMENT_TIMEOUT_MS,
+      maxBytes: DOCUMENT_MAX_BYTES,
     });
-    if (res.status >= 300 && res.status < 400) {
-      await res.body?.cancel().catch(() => {});
-      return fail(`Cannot fetch ${clientId}: it answered a redirect, and redirects are not followed`);
-    }
-    if (res.status !== 200) {
-      await res.body?.cancel().catch(() => {});
-      return fail(`Cannot fetch ${clientId}: it answered HTTP ${res.status}`);
-    }
-    const encoding = res.headers.get("content-encoding");
-    if (encoding && encoding.trim().toLowerCase() !== "identity") {
-      await res.body?.cancel().catch(() => {});
-      return fail(`Cannot fetch ${clientId}: it answered compressed (${encoding}); the document must be uncompressed`);
-    }
-    const bytes = await readAtMost(res, DOCUMENT_MAX_BYTES);
-    if (!bytes) return fail(`Cannot use ${clientId}: the document is larger than ${DOCUMENT_MAX_BYTES / 1024} KB`);
-    let json: unknown;
-    try {
-      json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-    } catch {
-      return fail(`Cannot use ${clientId}: the document is not JSON`);
-    }
-    const checked = validateDocument(clientId, json);
-    return checked.ok ? checked : fail(`Cannot use ${clientId}: ${checked.reason}`);
   } catch (err) {
-    if (signal.aborted) return fail(`Cannot fetch ${clientId}: no complete answer within ${DOCUMENT_TIMEOUT_MS / 1000} seconds`);
-    deps.log(`oauth: fetching the metadata document ${clientId} failed: ${err instanceof Error ? err.message : String(err)}`, "warn");
-    return fail(`Cannot fetch ${clientId}: the request failed`);
+    if (!(err instanceof OutboundError)) throw err;
+    switch (err.reason) {
+      case "url":
+      case "address":
+      case "unpinnable":
+        return fail(`Cannot fetch ${clientId}: ${err.message}`);
+      case "timeout":
+        return fail(`Cannot fetch ${clientId}: no complete answer within ${DOCUMENT_TIMEOUT_MS / 1000} seconds`);
+      case "too_large":
+        return fail(`Cannot use ${clientId}: the document is larger than ${DOCUMENT_MAX_BYTES / 1024} KB`);
+      case "network":
+        deps.log(`oauth: fetching the metadata document ${clientId} failed: ${err.message}`, "warn");
+        return fail(`Cannot fetch ${clientId}: the request failed`);
+    }
   }
+  if (res.status >= 300 && res.status < 400) return fail(`Cannot fetch ${clientId}: it answered a redirect, and redirects are not followed`);
+  if (res.status !== 200) return fail(`Cannot fetch ${clientId}: it answered HTTP ${res.status}`);
+  const encoding = res.headers.get("content-encoding");
+  if (encoding && encoding.trim().toLowerCase() !== "identity") {
+    return fail(`Cannot fetch ${clientId}: it answered compressed (${encoding}); the document must be uncompressed`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(res.body));
+  } catch {
+    return fail(`Cannot use ${clientId}: the document is not JSON`);
+  }
+  const checked = validateDocument(clientId, json);
+  return checked.ok ? checked : fail(`Cannot use ${clientId}: ${checked.reason}`);
 }

@@ -1,9 +1,7 @@
 // What the OAuth functions are handed: built once in createApp from its deps and config.
 import type { Log } from "../observe/log.ts";
 import type { Db } from "../db/types.ts";
-
-/** Resolves a hostname to every address it has (IPv4 and IPv6); injected from the entry point. */
-export type ResolveHost = (hostname: string) => Promise<string[]>;
+import type { Outbound } from "../http/outbound.ts";
 
 export interface OAuthDeps {
   db: Db;
@@ -15,10 +13,8 @@ export interface OAuthDeps {
   resource: string;
   /** The one hosted-client domain whose callback receives errors and declines. */
   trustedCallbackHost?: string;
-  /** DNS for metadata documents; without it, URL client ids are refused. */
-  resolveHost?: ResolveHost;
-  /** fetch for metadata documents (globalThis.fetch unless a test routes it). */
-  fetchDocument: typeof fetch;
+  /** Fetches metadata documents (src/http/outbound.ts); without it, URL client ids are refused. */
+  outbound?: Outbound;
   /** The client's IP address (registrations are limited per address), from the request and the runtime's env. */
   clientAddress: (req: Request, env: unknown) => string;
 }

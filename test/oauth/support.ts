@@ -1,7 +1,10 @@
-// Helpers for the OAuth suites: a server with an injected resolver and a document fetch that
-// routes https metadata-document URLs to a real HTTP server on 127.0.0.1, and a person who
-// answers the consent page over HTTP (GET the page, submit its form with an API key).
+// Helpers for the OAuth suites: a server whose outbound module (src/outbound-node.ts) has an
+// injected resolver and connects the address it checked to a real HTTP server on 127.0.0.1 (the
+// https metadata-document URLs keep every rule; only the bytes come from the fake), and a person
+// who answers the consent page over HTTP (GET the page, submit its form with an API key).
 import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { createNodeOutbound } from "../../src/outbound-node.ts";
 import type { Db } from "../../src/db/types.ts";
 import { pkceChallenge, randomToken } from "../../src/oauth/secrets.ts";
 import { expectStatus } from "../support/http.ts";
@@ -20,24 +23,26 @@ export interface OAuthServerOptions {
 
 export async function startOAuthServer(db: Db, options: OAuthServerOptions = {}): Promise<TestServer> {
   const dns = options.dns ?? {};
-  return await startServer(db, {
-    selfUrl: true,
-    clock: options.clock,
-    env: options.env,
-    app: {
-      resolveHost: async (hostname) => {
-        const answer = dns[hostname];
-        if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
-        return answer;
-      },
-      // the metadata URL stays https (every check applies to it); only the bytes come from the fake
-      fetchDocument: async (input, init) => {
-        if (!options.documentsAt) throw new Error("no document server in this suite");
-        const url = new URL(String(input));
-        return await fetch(`${options.documentsAt}${url.pathname}${url.search}`, { ...init, headers: { ...(init?.headers as Record<string, string>), "X-Original-Host": url.host } });
-      },
+  const outbound = createNodeOutbound({
+    lookup: async (hostname) => {
+      const answer = dns[hostname];
+      if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+      return answer;
+    },
+    // plain TCP to the fake, whatever address passed the rules
+    connect: () => {
+      if (!options.documentsAt) throw new Error("no document server in this suite");
+      return connect(Number(new URL(options.documentsAt).port), "127.0.0.1");
     },
   });
+  const server = await startServer(db, { selfUrl: true, clock: options.clock, env: options.env, app: { outbound } });
+  return {
+    ...server,
+    close: async () => {
+      await server.close();
+      await outbound.close();
+    },
+  };
 }
 
 export async function register(server: TestServer, metadata: Record<string, unknown> = {}): Promise<{ client_id: string; [k: string]: unknown }> {

@@ -1,6 +1,6 @@
-// Which IP addresses a metadata-document fetch may reach: public unicast only. Everything
-// special-use (RFC 6890 and successors) is refused, and so is every IPv6 form that embeds an
-// IPv4 address (IPv4-mapped and -compatible, NAT64, 6to4, Teredo), whatever it embeds.
+// Which IP addresses a request to a user-given URL may reach (src/http/outbound-rules.ts): public
+// unicast only. Everything special-use (RFC 6890 and successors) is refused, and so is every IPv6
+// form that embeds an IPv4 address (IPv4-mapped and -compatible, NAT64, 6to4, Teredo), whatever it embeds.
 
 /** The four octets of a dotted IPv4 address, or undefined. */
 export function parseIPv4(text: string): number[] | undefined {
