@@ -8,10 +8,10 @@ import type { Outbound, OutboundRequest, OutboundResponse } from "./http/outboun
 import {
   allowedAddresses,
   allowList,
-  outboundFailure,
   parseTarget,
   readBounded,
   type ResolveHost,
+  withinTime,
 } from "./http/outbound-rules.ts";
 
 /** How long a connection may take to resolve and connect (the request's own bound may be shorter). */
@@ -112,8 +112,7 @@ export function createNodeOutbound(options: NodeOutboundOptions = {}): NodeOutbo
     },
     async send(request: OutboundRequest): Promise<OutboundResponse> {
       const { url } = parseTarget(request.url, allow);
-      const signal = AbortSignal.timeout(request.timeoutMs);
-      try {
+      return await withinTime(request.timeoutMs, async (signal) => {
         const res = await dispatcher.request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
@@ -124,9 +123,7 @@ export function createNodeOutbound(options: NodeOutboundOptions = {}): NodeOutbo
         });
         const body = await readBounded(res.body, request.maxBytes);
         return { status: res.statusCode, headers: responseHeaders(res.headers), body };
-      } catch (err) {
-        throw outboundFailure(err, signal.aborted, request.timeoutMs);
-      }
+      });
     },
     close: () => dispatcher.close(),
   };

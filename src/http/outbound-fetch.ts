@@ -2,7 +2,7 @@
 // Bun): without an egress proxy every request is refused (`unpinnable`); with one, requests go
 // through it and the proxy enforces where they may go. Node pins instead (src/outbound-node.ts).
 import { OutboundError, type Outbound, type OutboundRequest, type OutboundResponse } from "./outbound.ts";
-import { allowList, allowedAddresses, outboundFailure, parseTarget, readBounded, type ResolveHost } from "./outbound-rules.ts";
+import { allowList, allowedAddresses, parseTarget, readBounded, withinTime, type ResolveHost } from "./outbound-rules.ts";
 
 /** How long `check` waits for the resolver. */
 const CHECK_RESOLVE_MS = 5_000;
@@ -33,14 +33,11 @@ export function createFetchOutbound(options: FetchOutboundOptions): Outbound {
     async send(request: OutboundRequest): Promise<OutboundResponse> {
       const target = parseTarget(request.url, allow);
       if (!proxiedFetch) throw unpinnable();
-      const signal = AbortSignal.timeout(request.timeoutMs);
-      try {
+      return await withinTime(request.timeoutMs, async (signal) => {
         const res = await proxiedFetch(target.url.href, { method: request.method, headers: request.headers, body: request.body, redirect: "manual", signal });
         const body = res.body ? await readBounded(res.body as unknown as AsyncIterable<Uint8Array>, request.maxBytes) : new Uint8Array(0);
         return { status: res.status, headers: res.headers, body };
-      } catch (err) {
-        throw outboundFailure(err, signal.aborted, request.timeoutMs);
-      }
+      });
     },
   };
 }

@@ -88,6 +88,7 @@ export async function resolveAll(resolve: ResolveHost, hostname: string, timeout
       resolve(hostname),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new OutboundError("timeout", `${hostname} did not resolve within ${timeoutMs} ms`)), timeoutMs);
+        (timer as { unref?: () => void }).unref?.();
       }),
     ]);
   } catch (err) {
@@ -131,12 +132,29 @@ export async function readBounded(chunks: AsyncIterable<Uint8Array>, maxBytes: n
   return body;
 }
 
-/** What a failed exchange was: our own refusal, the time bound, or the network. */
-export function outboundFailure(err: unknown, timedOut: boolean, timeoutMs: number): OutboundError {
-  if (err instanceof OutboundError) return err;
-  const cause = (err as { cause?: unknown } | null)?.cause;
-  if (cause instanceof OutboundError) return cause;
-  if (timedOut) return new OutboundError("timeout", `no complete answer within ${timeoutMs} ms`);
-  const code = (err as { code?: unknown } | null)?.code;
-  return new OutboundError("network", `the request failed${typeof code === "string" ? ` (${code})` : ""}`);
+/**
+ * Runs one exchange under its time bound: `work` gets a signal that aborts at `timeoutMs`, and the
+ * call ends then whatever `work` is waiting for (a connection still resolving included). Every
+ * failure comes out as an `OutboundError`.
+ */
+export async function withinTime<T>(timeoutMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const timedOut = () => new OutboundError("timeout", `no complete answer within ${timeoutMs} ms`);
+  let onAbort = () => {};
+  const deadline = new Promise<never>((_, reject) => {
+    onAbort = () => reject(timedOut());
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work(signal), deadline]);
+  } catch (err) {
+    if (err instanceof OutboundError) throw err;
+    const cause = (err as { cause?: unknown } | null)?.cause;
+    if (cause instanceof OutboundError) throw cause;
+    if (signal.aborted) throw timedOut();
+    const code = (err as { code?: unknown } | null)?.code;
+    throw new OutboundError("network", `the request failed${typeof code === "string" ? ` (${code})` : ""}`);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }
