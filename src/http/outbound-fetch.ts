@@ -1,8 +1,9 @@
 // Outbound requests on runtimes whose fetch cannot be told which address to connect to (Deno,
 // Bun): without an egress proxy every request is refused (`unpinnable`); with one, requests go
 // through it and the proxy enforces where they may go. Node pins instead (src/outbound-node.ts).
+import { readAtMost } from "./body.ts";
 import { OutboundError, type Outbound, type OutboundRequest, type OutboundResponse } from "./outbound.ts";
-import { allowList, allowedAddresses, parseTarget, readBounded, withinTime, type ResolveHost } from "./outbound-rules.ts";
+import { allowList, allowedAddresses, parseTarget, tooLarge, withinTime, type ResolveHost } from "./outbound-rules.ts";
 
 /** How long `check` waits for the resolver. */
 const CHECK_RESOLVE_MS = 5_000;
@@ -35,7 +36,8 @@ export function createFetchOutbound(options: FetchOutboundOptions): Outbound {
       if (!proxiedFetch) throw unpinnable();
       return await withinTime(request.timeoutMs, async (signal) => {
         const res = await proxiedFetch(target.url.href, { method: request.method, headers: request.headers, body: request.body, redirect: "manual", signal });
-        const body = res.body ? await readBounded(res.body as unknown as AsyncIterable<Uint8Array>, request.maxBytes) : new Uint8Array(0);
+        const body = await readAtMost(res, request.maxBytes);
+        if (!body) throw tooLarge(request.maxBytes);
         return { status: res.status, headers: res.headers, body };
       });
     },

@@ -1,6 +1,7 @@
 // The rules every request to a user-given URL keeps, whatever the runtime (docs/operating.md,
 // "Outbound requests"): the URL's form, the addresses its host may resolve to, the bounded read.
 import { nonPublicReason, parseIPv4 } from "./addresses.ts";
+import { concatChunks } from "./body.ts";
 import { OutboundError } from "./outbound.ts";
 
 /** Resolves a host name to every address it has (IPv4 and IPv6). */
@@ -112,25 +113,22 @@ export async function allowedAddresses(target: OutboundTarget, resolve: ResolveH
 }
 
 /**
- * Reads a body to its end, counting the bytes as they arrive; past `maxBytes` it stops reading
- * (leaving the loop cancels the stream, which cuts the request) and throws `too_large`.
+ * Reads a body stream (a Node stream, as undici's request answers) to its end, counting the bytes
+ * as they arrive; past `maxBytes` it stops reading (leaving the loop destroys the stream, which
+ * cuts the request) and throws `too_large`. A Web Response is read with readAtMost (./body.ts).
  */
 export async function readBounded(chunks: AsyncIterable<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of chunks) {
     size += chunk.byteLength;
-    if (size > maxBytes) throw new OutboundError("too_large", `the response is larger than ${maxBytes} bytes`);
+    if (size > maxBytes) throw tooLarge(maxBytes);
     parts.push(chunk);
   }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    body.set(part, at);
-    at += part.byteLength;
-  }
-  return body;
+  return concatChunks(parts, size);
 }
+
+export const tooLarge = (maxBytes: number) => new OutboundError("too_large", `the response is larger than ${maxBytes} bytes`);
 
 /**
  * Runs one exchange under its time bound: `work` gets a signal that aborts at `timeoutMs`, and the

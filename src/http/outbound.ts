@@ -1,6 +1,8 @@
 // Requests to URLs a user gave us (webhook endpoints, OAuth client metadata documents): the one
 // interface every such request goes through, whatever the runtime. The rules it keeps are in
-// docs/operating.md, "Outbound requests".
+// docs/operating.md, "Outbound requests"; src/http/outbound-rules.ts holds them, Node's
+// implementation is src/outbound-node.ts (`createNodeOutbound(config.outbound)` in any Node
+// process), Deno's and Bun's src/http/outbound-fetch.ts.
 
 /** One request to a user-given URL. Redirects are never followed: a 3xx comes back as a response. */
 export interface OutboundRequest {
@@ -40,7 +42,10 @@ export class OutboundError extends Error {
 }
 
 export interface Outbound {
-  /** Checks a URL's form, and that its host resolves now only to allowed addresses. Throws `OutboundError`. */
+  /**
+   * Checks a URL's form, and that its host resolves now only to allowed addresses. Throws
+   * `OutboundError` (`unpinnable` too, on a runtime that can make no such request at all).
+   */
   check(url: string): Promise<void>;
   /** Sends one request, connected only to an address that passed the rules at connection time. Throws `OutboundError`. */
   send(request: OutboundRequest): Promise<OutboundResponse>;
