@@ -111,8 +111,12 @@ export function createNodeOutbound(options: NodeOutboundOptions = {}): NodeOutbo
       await allowedAddresses(parseTarget(url, allow), lookup, CONNECT_TIMEOUT_MS);
     },
     async send(request: OutboundRequest): Promise<OutboundResponse> {
-      const { url } = parseTarget(request.url, allow);
+      const target = parseTarget(request.url, allow);
+      const { url } = target;
       return await withinTime(request.timeoutMs, async (signal) => {
+        // through a proxy, which resolves the name again and decides, this only refuses what is
+        // already known bad; without one, the connector checks every new connection
+        if (options.proxyUrl && !target.allowed) await allowedAddresses(target, lookup, request.timeoutMs);
         const res = await dispatcher.request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,

@@ -3,6 +3,7 @@
 // here), serves its own fresh PostgreSQL database, and the same HTTP checks run against each.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createApp } from "../src/app.ts";
@@ -20,10 +21,12 @@ import { buyInit, newBuyer, PAY_TO } from "./x402/support.ts";
 // fixtures observed at a fixed time, so every runtime sees the same (stale) records
 const IMPORTED_AT = new Date("2026-01-01T00:00:00Z");
 
+// outbound requests (docs/operating.md): Node pins its connections; Deno runs with an egress
+// proxy (a local listener that counts connections); Bun without one, so it refuses them all
 const RUNTIMES = [
-  { name: "Node.js", command: "npm", args: ["start"] },
-  { name: "Deno", command: join(BIN, "deno"), args: ["task", "start"] },
-  { name: "Bun", command: join(BIN, "bun"), args: ["run", "start:bun"] },
+  { name: "Node.js", command: "npm", args: ["start"], proxy: false },
+  { name: "Deno", command: join(BIN, "deno"), args: ["task", "start"], proxy: true },
+  { name: "Bun", command: join(BIN, "bun"), args: ["run", "start:bun"], proxy: false },
 ];
 
 
@@ -61,6 +64,7 @@ for (const runtime of RUNTIMES) {
     let server: Running;
     let customer: { accountId: string; apiKey: string };
     let facilitator: Facilitator;
+    let proxy: { url: string; connections: number; close(): Promise<void> } | undefined;
 
     before(async () => {
       const created = await createPostgresDatabase();
@@ -69,16 +73,19 @@ for (const runtime of RUNTIMES) {
       await loadFixtures(db, IMPORTED_AT);
       customer = await createCustomer(db, { packs: [{ pack: "Agent" }], now: new Date() });
       facilitator = await startFacilitator();
+      if (runtime.proxy) proxy = await countingListener();
       server = await startProcess(runtime.command, runtime.args, {
         DATABASE_URL: created.url,
         LOG_LEVEL: "info",
         X402_FACILITATOR_URL: facilitator.url,
         X402_PAY_TO: PAY_TO,
+        ...(proxy ? { OUTBOUND_PROXY: proxy.url } : {}),
       });
     });
     after(async () => {
       await server?.stop();
       await facilitator?.close();
+      await proxy?.close();
       await db?.close();
       await drop?.();
     });
@@ -162,7 +169,7 @@ for (const runtime of RUNTIMES) {
       assert.match(page.text, /\/api\/v1\/wallet\/\{address\}/);
     });
 
-    test("OAuth: the runtime's own resolver (injected by src/main.ts) keeps metadata documents off loopback", async () => {
+    test(`OAuth: metadata documents go through the runtime's outbound module (${runtime.name === "Bun" ? "refused without OUTBOUND_PROXY" : "its own resolver keeps them off loopback"})`, async () => {
       const query = new URLSearchParams({
         response_type: "code",
         client_id: "https://localhost/oauth/client.json",
@@ -171,7 +178,12 @@ for (const runtime of RUNTIMES) {
         code_challenge_method: "S256",
       });
       const page = await expectStatus(await get(`/api/oauth/authorize?${query}`, { redirect: "manual" }), 400);
-      assert.match(page.text, /localhost resolves to (127\.0\.0\.1|::1) \(\w+[^)]*\), not a public address/, page.text);
+      if (runtime.name === "Bun") {
+        assert.match(page.text, /Bun cannot connect to the address it checked, so set OUTBOUND_PROXY/, page.text);
+      } else {
+        assert.match(page.text, /localhost resolves to (127\.0\.0\.1|::1) \(\w+[^)]*\), not a public address/, page.text);
+      }
+      if (proxy) assert.equal(proxy.connections, 0, "a name resolving to loopback never reaches the proxy");
     });
 
     test("MCP: tools/list without a key is counted on the peer address; tools/call is billed", async () => {
@@ -194,4 +206,19 @@ for (const runtime of RUNTIMES) {
       assert.equal((await debitsOf(db, customer.accountId)).length, debits + 1);
     });
   });
+}
+
+/** A TCP listener on 127.0.0.1 that counts the connections it gets and closes them. */
+async function countingListener(): Promise<{ url: string; connections: number; close(): Promise<void> }> {
+  const server = createServer((socket) => {
+    listener.connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const listener = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    connections: 0,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+  return listener;
 }

@@ -1,6 +1,7 @@
 // Outbound requests on runtimes whose fetch cannot be told which address to connect to (Deno,
-// Bun): without an egress proxy every request is refused (`unpinnable`); with one, requests go
-// through it and the proxy enforces where they may go. Node pins instead (src/outbound-node.ts).
+// Bun): without an egress proxy every request is refused (`unpinnable`); with one, a request whose
+// name resolves here to a refused address is refused, the rest go through the proxy, which
+// enforces where they may go. Node pins instead (src/outbound-node.ts).
 import { readAtMost } from "./body.ts";
 import { OutboundError, type Outbound, type OutboundRequest, type OutboundResponse } from "./outbound.ts";
 import { allowList, allowedAddresses, parseTarget, tooLarge, withinTime, type ResolveHost } from "./outbound-rules.ts";
@@ -35,6 +36,8 @@ export function createFetchOutbound(options: FetchOutboundOptions): Outbound {
       const target = parseTarget(request.url, allow);
       if (!proxiedFetch) throw unpinnable();
       return await withinTime(request.timeoutMs, async (signal) => {
+        // the proxy resolves the name again and decides; this only refuses what is already known bad
+        if (!target.allowed) await allowedAddresses(target, options.resolve, request.timeoutMs);
         const res = await proxiedFetch(target.url.href, { method: request.method, headers: request.headers, body: request.body, redirect: "manual", signal });
         const body = await readAtMost(res, request.maxBytes);
         if (!body) throw tooLarge(request.maxBytes);

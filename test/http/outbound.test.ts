@@ -303,7 +303,7 @@ describe("outbound requests on Node.js (pinned)", () => {
     await refusedWith(outbound.send(get(`https://127.0.0.2:${local.port}/dev`)), "url", /loopback/);
   });
 
-  test("OUTBOUND_PROXY: requests go through the proxy (CONNECT), which decides where they may go", async () => {
+  test("OUTBOUND_PROXY: requests go through the proxy (CONNECT), which decides where they may go; known-bad ones never reach it", async () => {
     const tunnels: string[] = [];
     const proxy = createServer();
     proxy.on("connect", (req: IncomingMessage, client: Socket) => {
@@ -318,14 +318,19 @@ describe("outbound requests on Node.js (pinned)", () => {
     });
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
     try {
-      const outbound = createNodeOutbound({ allowHosts: ["127.0.0.1"], proxyUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+      const outbound = createNodeOutbound({
+        allowHosts: ["127.0.0.1"],
+        proxyUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        lookup: resolver({ "private.example": [PUBLIC_V4, "192.168.0.10"] }).lookup,
+      });
       open.push(outbound);
       const res = await outbound.send(get(`${local.url}/proxied`));
       assert.equal(res.status, 200);
       assert.deepEqual(tunnels, [`127.0.0.1:${local.port}`]);
       assert.equal(local.seen.at(-1)?.path, "/proxied");
       await refusedWith(outbound.send(get("https://0x0a000001/hook")), "url", /10\.0\.0\.1 written in another form/);
-      assert.equal(tunnels.length, 1, "a refused form never reaches the proxy");
+      await refusedWith(outbound.send(get("https://private.example/hook")), "address", /192\.168\.0\.10 \(private\)/);
+      assert.equal(tunnels.length, 1, "a refused form, or a name known to resolve to a refused address, never reaches the proxy");
     } finally {
       proxy.closeAllConnections();
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
@@ -367,6 +372,7 @@ describe("outbound requests where the connection cannot be pinned (Deno, Bun)", 
     await refusedWith(outbound.check("https://private.example/hook"), "address", /10\.0\.0\.1 \(private\)/);
     await refusedWith(outbound.send(get("https://[::1]/hook")), "url", /loopback/);
     await refusedWith(outbound.send(get("http://hook.example/hook")), "url", /must use https/);
+    await refusedWith(outbound.send(get("https://private.example/hook")), "address", /10\.0\.0\.1 \(private\)/);
     assert.equal(through.length, 0, "refused forms never reach the proxy");
     const moved = await outbound.send(get(`${local.url}/moved`));
     assert.equal(moved.status, 301);
