@@ -21,7 +21,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export interface ConnectTarget {
   /** The URL's host (a name, or an address without brackets). */
   hostname: string;
-  /** The checked address to connect to. */
+  /** A checked address to connect to (every address of the name passed; they are tried in the resolver's order). */
   address: string;
   port: number;
   protocol: "http:" | "https:";
@@ -63,14 +63,24 @@ function pinnedConnector(allow: Set<string>, lookup: ResolveHost, open: NodeOutb
       // differently now than when it was checked
       const target = parseTarget(`${protocol}//${options.hostname}:${port}/`, allow);
       const hostname = target.hostname;
-      const [address] = await allowedAddresses(target, lookup, CONNECT_TIMEOUT_MS);
-      if (open) return await connected(await open({ hostname, address, port, protocol }));
-      return await new Promise<Duplex>((resolve, reject) =>
-        tcpOrTls(
-          { hostname: address, host: options.host, protocol, port: String(port), servername: target.literal ? undefined : hostname, localAddress: options.localAddress ?? null },
-          (err, socket) => (err ? reject(err) : resolve(socket as Duplex)),
-        ),
-      );
+      const addresses = await allowedAddresses(target, lookup, CONNECT_TIMEOUT_MS);
+      // every address passed: the first that accepts the connection gets it (a name with an
+      // IPv6 address on a host without IPv6 still reaches its IPv4 one)
+      let failure: unknown;
+      for (const address of addresses) {
+        try {
+          if (open) return await connected(await open({ hostname, address, port, protocol }));
+          return await new Promise<Duplex>((resolve, reject) =>
+            tcpOrTls(
+              { hostname: address, host: options.host, protocol, port: String(port), servername: target.literal ? undefined : hostname, localAddress: options.localAddress ?? null },
+              (err, socket) => (err ? reject(err) : resolve(socket as Duplex)),
+            ),
+          );
+        } catch (err) {
+          failure = err;
+        }
+      }
+      throw failure;
     })().then(
       (socket) => callback(null, socket),
       (err: Error) => callback(err, null),

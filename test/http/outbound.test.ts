@@ -216,6 +216,20 @@ describe("outbound requests on Node.js (pinned)", () => {
     assert.equal(local.seen.at(-1)?.path, "/literal");
   });
 
+  test("every address passed: when the first refuses the connection, the next one gets it", async () => {
+    const dns = resolver({ "two.example": [PUBLIC_V6, PUBLIC_V4] });
+    const dialed: string[] = [];
+    const outbound = createNodeOutbound({
+      lookup: dns.lookup,
+      // the IPv6 address is unreachable here: a closed port answers it
+      connect: (target) => (dialed.push(target.address), connect(target.address === PUBLIC_V6 ? 1 : local.port, "127.0.0.1")),
+    });
+    open.push(outbound);
+    assert.equal((await outbound.send(get("https://two.example/fallback"))).status, 200);
+    assert.deepEqual(dialed, [PUBLIC_V6, PUBLIC_V4]);
+    assert.equal(local.seen.at(-1)?.path, "/fallback");
+  });
+
   test("a redirect is returned, and its target never requested", async () => {
     const target = await startLocal();
     const mover = await startLocal((_, res) => res.writeHead(302, { Location: `${target.url}/stolen` }).end());
