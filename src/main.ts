@@ -79,6 +79,7 @@ async function serve(fetch: (req: Request, env?: unknown) => Promise<Response>, 
 async function runtimeOutbound(config: Config): Promise<Outbound & { close(): Promise<void> }> {
   const g = globalThis as { Deno?: any; Bun?: any };
   const { allowHosts, proxyUrl } = config.outbound;
+  // the checks before a request is handed to the proxy: node:dns, which Deno and Bun provide too
   const resolve = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
   if (g.Deno) {
     const client = proxyUrl && typeof g.Deno.createHttpClient === "function" ? g.Deno.createHttpClient({ proxy: { url: proxyUrl } }) : undefined;
@@ -100,7 +101,7 @@ async function runtimeOutbound(config: Config): Promise<Outbound & { close(): Pr
     return { ...outbound, close: async () => {} };
   }
   const { createNodeOutbound } = await import("./outbound-node.ts");
-  return createNodeOutbound({ allowHosts, proxyUrl, lookup: resolve });
+  return createNodeOutbound({ allowHosts, proxyUrl });
 }
 
 /**
