@@ -8,14 +8,16 @@
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
 // keeps the figures.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|scale] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
-//                    [--purchase-clients 8] [--before-entry PATH]
+//                    [--purchase-clients 8] [--before-entry PATH] [--base-wallets 1000000]
 //
 // --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
 // rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
-// them all. The rounds are bench/rounds.ts.
+// them all; scale (bench/scale.ts) runs only when named: the bench index beside one of --wallets
+// (say 10000000) in the database BENCH_SCALE_DATABASE (default BENCH_DATABASE_<wallets>). The
+// rounds are bench/rounds.ts.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -45,6 +47,7 @@ import { printPurchaseReport, runPurchaseCase } from "./purchase.ts";
 import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type CaseSummary } from "./report.ts";
 import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
+import { runScaleCase } from "./scale.ts";
 import { ROOT, startServer, type ChildServer } from "./servers.ts";
 
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
@@ -52,6 +55,8 @@ const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 
 const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
 type Group = (typeof GROUPS)[number];
+/** Cases `--case all` leaves out: scale builds and measures a second, larger index. */
+const APART = ["scale"] as const;
 
 interface Settings {
   durationSeconds: number;
@@ -59,11 +64,13 @@ interface Settings {
   rounds: number;
   connections: number;
   wallets: number;
+  /** The smaller index of --case scale. */
+  baseWallets: number;
   rebuild: boolean;
   serverWaitMinutes: number;
   serverEntry: string;
   reverseClients: number;
-  case: "all" | Group;
+  case: "all" | Group | (typeof APART)[number];
   jobSize: number;
   beforeEntry: string | undefined;
   purchaseClients: number;
@@ -78,6 +85,7 @@ function readSettings(argv: string[]): Settings {
       rounds: { type: "string", default: "2" },
       connections: { type: "string", default: "32" },
       wallets: { type: "string", default: "1000000" },
+      "base-wallets": { type: "string", default: "1000000" },
       rebuild: { type: "boolean", default: false },
       "server-wait": { type: "string", default: "10" },
       "server-entry": { type: "string", default: "src/main.ts" },
@@ -99,11 +107,12 @@ function readSettings(argv: string[]): Settings {
     rounds: whole("rounds", values.rounds, 1),
     connections: whole("connections", values.connections, 1),
     wallets: whole("wallets", values.wallets, 1000),
+    baseWallets: whole("base-wallets", values["base-wallets"], 1000),
     rebuild: values.rebuild,
     serverWaitMinutes: whole("server-wait", values["server-wait"], 0),
     serverEntry: values["server-entry"],
     reverseClients: whole("reverse-clients", values["reverse-clients"], 1),
-    case: (["all", ...GROUPS] as const).find((c) => c === values.case) ?? failCase(values.case),
+    case: (["all", ...GROUPS, ...APART] as const).find((c) => c === values.case) ?? failCase(values.case),
     jobSize: whole("job-size", values["job-size"], 20),
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
@@ -111,7 +120,7 @@ function readSettings(argv: string[]): Settings {
 }
 
 function failCase(value: string): never {
-  throw new Error(`Cannot run the bench: --case must be all, ${GROUPS.join(", ")}, not ${JSON.stringify(value)}`);
+  throw new Error(`Cannot run the bench: --case must be all, ${[...GROUPS, ...APART].join(", ")}, not ${JSON.stringify(value)}`);
 }
 
 // ---- main ---------------------------------------------------------------------------------
@@ -123,6 +132,7 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   mcp: "mcp-results.json",
   job: "job-results.json",
   purchase: "purchase-results.json",
+  scale: "scale-results.json",
 };
 
 async function main(): Promise<number> {
@@ -130,6 +140,7 @@ async function main(): Promise<number> {
   const startedAt = performance.now();
   const log = (line: string) => console.log(line);
   const runs = (group: Group) => settings.case === "all" || settings.case === group;
+  if (settings.case === "scale") return await scale(settings, log, startedAt);
 
   const index = await prepareIndex({
     serverUrl: SERVER_URL,
@@ -312,6 +323,24 @@ async function main(): Promise<number> {
     await db.close();
   }
   return exitCode;
+}
+
+/** --case scale (bench/scale.ts): the bench index beside one of --wallets, in a database of its own. */
+async function scale(settings: Settings, log: (line: string) => void, startedAt: number): Promise<number> {
+  const largeDatabase = process.env.BENCH_SCALE_DATABASE ?? `${BENCH_DATABASE}_${settings.wallets}`;
+  log(`Scale: ${BENCH_DATABASE} (${settings.baseWallets.toLocaleString("en-US")} wallets) beside ${largeDatabase} (${settings.wallets.toLocaleString("en-US")}).`);
+  const retryForMs = settings.serverWaitMinutes * 60_000;
+  const { ok, reports } = await runScaleCase(
+    { ...settings, serverUrl: SERVER_URL, adminDatabase: "test", baseDatabase: BENCH_DATABASE, largeDatabase },
+    (name, entry, env) => startServer(name, entry, env, { retryForMs, log }),
+    log,
+  );
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  const results = { finishedAt: new Date().toISOString(), machine: { cpus: availableParallelism(), node: process.version }, settings, reports };
+  writeFileSync(join(ROOT, ".bench", RESULTS_FILE.scale), `${JSON.stringify(results, null, 2)}\n`);
+  const seconds = Math.round((performance.now() - startedAt) / 1000);
+  log(`Wrote .bench/${RESULTS_FILE.scale} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
+  return ok ? 0 : 1;
 }
 
 /** The ratios between cases that were run: lines to print and the values for the results file. */

@@ -7,16 +7,24 @@ import { readMigrations } from "../src/db/migrate.ts";
 import type { Db, DbTimeouts } from "../src/db/types.ts";
 
 // Bump when the generator below changes: a database holding another version is rebuilt.
-const GENERATOR_VERSION = 2;
+const GENERATOR_VERSION = 3;
 
 // The bench's own handle sets up accounts and removes what the job case wrote (statements over
 // 50,000 wallets and their triggers) on a machine the bench itself saturates: the service's
 // 3 s statement deadline is for requests, not for this.
 const BENCH_TIMEOUTS: DbTimeouts = { connectMs: 10_000, statementMs: 300_000, idleMs: 60_000 };
 
-/** A handle held by one wallet in a hundred: the reverse-lookup case pages it to the end. */
+/**
+ * A handle held by 10,000 wallets at any size (one in a hundred of 1,000,000, one in a thousand of
+ * 10,000,000): the reverse-lookup case pages it to the end, so its pages compare across sizes.
+ */
 export const CROWD_HANDLE = "benchcrowd";
-const CROWD_EVERY = 100;
+const CROWD_HOLDERS = 10_000;
+
+/** Every how many wallets one holds the crowd handle. */
+function crowdEvery(wallets: number): number {
+  return Math.max(1, Math.floor(wallets / CROWD_HOLDERS));
+}
 
 function md5Hex(text: string): string {
   return createHash("md5").update(text).digest("hex");
@@ -122,10 +130,10 @@ SELECT wallet, kind, value, route, fid, false, NULL, observed_at
       FROM bench_seed
      CROSS JOIN LATERAL unnest(kinds) WITH ORDINALITY AS k(kind, ord)
     UNION ALL
-    -- one wallet in a hundred also holds the crowd handle, signed in
+    -- 10,000 wallets, evenly spread, also hold the crowd handle, signed in
     SELECT address, 'twitter', '${CROWD_HANDLE}', 'x-signin', NULL, observed_at
       FROM bench_seed
-     WHERE n % ${CROWD_EVERY} = 0
+     WHERE n % ${crowdEvery(wallets)} = 0
     UNION ALL
     -- one twitter handle in ten (not already aggregated) is corroborated by correlation as well
     SELECT address, 'twitter', 'user' || n, 'correlation', NULL, observed_at - interval '3 days'

@@ -60,7 +60,7 @@ export function randomWallet(wallets: number): string {
     : `0x${randomBytes(20).toString("hex")}`;
 }
 
-function autocannonDrive(url: string, connections: number, request: autocannon.Request): Drive {
+export function autocannonDrive(url: string, connections: number, request: autocannon.Request): Drive {
   return async (seconds) => {
     const result = await autocannon({ url, connections, duration: seconds, requests: [request] });
     return {

@@ -20,7 +20,9 @@ export type CaseId =
   | "reverse-1"
   | "reverse-many"
   | "metered-before"
-  | "batch-before";
+  | "batch-before"
+  // a case of the scale comparison (bench/scale.ts): the case, @ the index size
+  | `${string}@${string}`;
 
 export type Drive = (seconds: number) => Promise<Omit<RoundFigures, "serverMicros" | "postgresMicros">>;
 
@@ -29,6 +31,8 @@ export interface BenchCase {
   label: string;
   /** The server whose process CPU time the case reports. */
   server: ChildServer;
+  /** The database whose backends' CPU time the case reports, when not the rounds' own. */
+  db?: Db;
   connections: number;
   walletsPerRequest: number;
   drive: Drive;
@@ -50,7 +54,7 @@ export interface BenchCase {
 
 /** One measured window of a case: its load figures and the CPU time the server and PostgreSQL spent. */
 async function measure(db: Db, c: BenchCase, seconds: number): Promise<RoundFigures> {
-  const window = await startCpuWindow(db, c.server.pid);
+  const window = await startCpuWindow(c.db ?? db, c.server.pid);
   const figures = await c.drive(seconds);
   return { ...figures, ...(await window.stop()) };
 }

@@ -4,6 +4,8 @@
 // more CPU than the rest of an MCP call's HTTP handling together. On Node the entry point
 // (src/main.ts) remembers each request's IncomingMessage and installs `readNodeBody` as the body
 // source of src/http/body.ts; Deno, Bun and requests from elsewhere read `req.body` as before.
+// A body over its limit is drained (read and discarded, bounded) before the 413 goes out, so that
+// a client still writing it reads the answer rather than EPIPE (see drainRest below).
 // No Node import here: the IncomingMessage is described by the few members used.
 import { concatChunks, type BodySource } from "./http/body.ts";
 
@@ -11,6 +13,7 @@ import { concatChunks, type BodySource } from "./http/body.ts";
 interface IncomingBody {
   readonly readableEnded: boolean;
   readonly complete: boolean;
+  readonly headers: Record<string, string | string[] | undefined>;
   on(event: "data", listener: (chunk: Uint8Array) => void): unknown;
   on(event: "end" | "close", listener: () => void): unknown;
   on(event: "error", listener: (err: Error) => void): unknown;
@@ -30,38 +33,74 @@ export function rememberIncoming(req: Request, env: unknown): void {
 }
 
 /**
+ * The most bytes past a body's limit read and discarded before the 413 (nginx's lingering close,
+ * done before the answer): a client that writes a 10 MiB body whole reads the 413 once it is
+ * done, where closing under it made it read EPIPE or a reset instead of the answer.
+ */
+export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
+/** The longest a drain lasts: a slower upload is answered and cut when it is up. */
+export const DRAIN_MAX_MS = 5_000;
+/** Drains at once in this process; a body over its limit beyond them is answered and cut at once. */
+export const MAX_DRAINS = 64;
+
+let drains = 0;
+
+/**
  * Reads the body of a request `rememberIncoming` saw: its bytes, or null once more than
- * `maxBytes` arrived (the rest is left unread); rejects when the
- * client goes away mid-body. Undefined for a request it did not see.
+ * `maxBytes` arrived; rejects when the client goes away mid-body. Undefined for a request it did
+ * not see. Over the limit, the rest is drained first, within DRAIN_MAX_BYTES, DRAIN_MAX_MS and
+ * MAX_DRAINS; a body that declares a rest larger than the drain takes is not drained at all.
+ * Whatever is left unread when null resolves is cut with the connection (the 413 says
+ * `Connection: close`).
  */
 export const readNodeBody: BodySource = (req, maxBytes) => {
   const stream = incoming.get(req);
   if (!stream) return undefined;
   if (stream.readableEnded) return Promise.resolve(new Uint8Array(0));
   return new Promise<Uint8Array | null>((resolve, reject) => {
-    const chunks: Uint8Array[] = [];
+    let chunks: Uint8Array[] = [];
     let total = 0;
+    let draining = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const done = () => {
       stream.off("data", onData);
       stream.off("end", onEnd);
       stream.off("error", onError);
       stream.off("close", onClose);
+      if (draining) {
+        draining = false;
+        drains--;
+        clearTimeout(timer);
+      }
+    };
+    // stop reading and answer: @hono/node-server and Node close the connection after the 413
+    const cut = () => {
+      done();
+      stream.pause();
+      resolve(null);
     };
     const onData = (chunk: Uint8Array) => {
       total += chunk.byteLength;
-      if (total > maxBytes) {
-        // stop reading: after the answer @hono/node-server drains what is left (bounded in bytes and
-        // time) or closes the connection, as it does for a Web body stream left unread
-        done();
-        stream.pause();
-        resolve(null);
+      if (draining) {
+        if (total - maxBytes > DRAIN_MAX_BYTES) cut();
         return;
       }
-      chunks.push(chunk);
+      if (total <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      chunks = [];
+      const declared = Number(stream.headers["content-length"]);
+      if (drains >= MAX_DRAINS || (Number.isFinite(declared) && declared - maxBytes > DRAIN_MAX_BYTES)) return cut();
+      draining = true;
+      drains++;
+      timer = setTimeout(cut, DRAIN_MAX_MS);
     };
     const onEnd = () => {
+      // a drained body: the connection closes after the 413 with nothing left unread
+      const body = draining ? null : concatChunks(chunks, total);
       done();
-      resolve(concatChunks(chunks, total));
+      resolve(body);
     };
     const onError = (err: Error) => {
       done();
