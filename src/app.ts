@@ -119,7 +119,8 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[]; head?: true }> 
   { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
   { pattern: /^\/metrics$/, methods: ["GET"] },
   { pattern: /^\/api\/opt-out(\/challenge)?$/, methods: ["POST"] },
-  { pattern: /^\/opt-out(\.js)?$/, methods: ["GET"], head: true },
+  { pattern: /^\/opt-out$/, methods: ["GET"], head: true },
+  { pattern: /^\/opt-out\.js$/, methods: ["GET"], head: true },
 ];
 
 /** The Allow header of a known route: its methods, HEAD where it serves one, and OPTIONS. */
