@@ -21,16 +21,29 @@ export const OPT_OUT_HOURLY_LIMIT = 30;
 
 export interface OptOutDeps extends OperationDeps {
   verify: ReturnType<typeof siweVerifier>;
+  /** The start of the hour whose past hours this process last pruned from the counts. */
+  prunedHour: { at: number };
 }
 
 export function createOptOutDeps(deps: OperationDeps): OptOutDeps {
-  return { ...deps, verify: siweVerifier({ rpcUrl: deps.config.upstreams.ethRpcUrl, timeoutMs: deps.config.jobs.upstreamTimeoutMs }) };
+  return {
+    ...deps,
+    verify: siweVerifier({ rpcUrl: deps.config.upstreams.ethRpcUrl, timeoutMs: deps.config.jobs.upstreamTimeoutMs }),
+    prunedHour: { at: 0 },
+  };
 }
 
 /** Counts this request of the client address; refuses it (429) past the hourly limit. */
 async function withinLimit(deps: OptOutDeps, client: string): Promise<void> {
   const now = deps.now();
   const hour = new Date(now.getTime() - (now.getTime() % 3_600_000));
+  if (hour.getTime() !== deps.prunedHour.at) {
+    // once an hour per process, as the MCP limiter does: past hours are never read again
+    deps.prunedHour.at = hour.getTime();
+    deps.db.query(sql("mcp_hourly_requests_delete_before"), [hour]).catch((err: Error) =>
+      deps.log(`opt-out limits: cannot prune past hours: ${err.message}`, "warn"),
+    );
+  }
   const [row] = await deps.db.query<{ count: number }>(sql("opt_out_hourly_requests_count"), [hour, client]);
   if (row.count > OPT_OUT_HOURLY_LIMIT) {
     const retryAfter = Math.max(1, Math.ceil((hour.getTime() + 3_600_000 - now.getTime()) / 1000));
