@@ -12,6 +12,7 @@
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH] [--base-wallets 1000000]
+//                    [--opted-out 0%]
 //
 // --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
 // rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
@@ -49,6 +50,7 @@ import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
 import { runScaleCase } from "./scale.ts";
 import { ROOT, startServer, type ChildServer } from "./servers.ts";
+import { parseOptedOut, setOptedOut } from "./opted-out.ts";
 
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
@@ -74,6 +76,8 @@ interface Settings {
   jobSize: number;
   beforeEntry: string | undefined;
   purchaseClients: number;
+  /** The fraction of the index on the opt-out list while the cases run (--opted-out 1% is 0.01). */
+  optedOut: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -94,6 +98,7 @@ function readSettings(argv: string[]): Settings {
       "job-size": { type: "string", default: "100000" },
       "before-entry": { type: "string" },
       "purchase-clients": { type: "string", default: "8" },
+      "opted-out": { type: "string", default: "0%" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -116,6 +121,7 @@ function readSettings(argv: string[]): Settings {
     jobSize: whole("job-size", values["job-size"], 20),
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
+    optedOut: parseOptedOut(values["opted-out"]),
   };
 }
 
@@ -154,6 +160,8 @@ async function main(): Promise<number> {
   if (index.loadMs !== null) log(`Loaded the index in ${(index.loadMs / 1000).toFixed(1)} s (including VACUUM ANALYZE).`);
   const c = index.counts;
   log(`Index: ${c.wallets} wallets, ${c.links} links, ${c.farcasterAccounts} farcaster accounts, ${c.twitterReachability} reachability rows.`);
+  const optedOut = await setOptedOut(db, { wallets: settings.wallets, fraction: settings.optedOut });
+  log(`Opted out: ${optedOut} wallets (--opted-out ${settings.optedOut * 100}%).`);
 
   const servers: ChildServer[] = [];
   let exitCode = 0;

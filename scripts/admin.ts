@@ -1,5 +1,5 @@
-// The operator CLI (docs/operating.md, "The operator interface"): accounts, keys, credits, index imports and
-// the daily maintenance tasks.
+// The operator CLI (docs/operating.md, "The operator interface"): accounts, keys, credits, index imports,
+// the daily maintenance tasks and opt-outs that come by other channels.
 // Prints JSON on stdout; on bad input prints one line on stderr and exits non-zero.
 import { realpathSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -13,7 +13,9 @@ import { acquireDataDirLock } from "../src/db/datadir-lock.ts";
 import { openDatabase } from "../src/db/open.ts";
 import { sql } from "../src/db/queries.ts";
 import type { Db } from "../src/db/types.ts";
+import { isAddress } from "../src/index/address.ts";
 import { importObservations, InvalidLineError } from "../src/index/import.ts";
+import { listOptOuts, recordOperatorRequest } from "../src/index/opt-out.ts";
 import { createAccount, grantCredits, PACK_NAMES, type PackName } from "../src/ledger/accounts.ts";
 import { createApiKey, MAX_ACTIVE_KEYS } from "../src/ledger/keys.ts";
 import { TASK_NAMES } from "../src/maintenance/lease.ts";
@@ -29,7 +31,10 @@ const USAGE = `Usage: npm run admin -- <command>
   maintain [reachability|stats|all]
   x402 redeem REF        (grants a purchase that settled but was not recorded, once)
   connection list --account ID
-  connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)`;
+  connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)
+  opt-out list
+  opt-out add --wallet A --reason R
+  opt-out restore --wallet A --reason R`;
 
 /** What each command does, for `<command> --help`. */
 const COMMAND_HELP: Record<string, string> = {
@@ -41,6 +46,9 @@ const COMMAND_HELP: Record<string, string> = {
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
   "connection list": "Lists the account's OAuth connections (MCP hosts).",
   "connection revoke": "Ends an OAuth connection: its access and refresh tokens stop working at once.",
+  "opt-out list": "Lists the wallets taken out of every answer (opted out). Prints {\"data\": [{\"wallet\", \"opted_out_at\"}]}.",
+  "opt-out add": "Takes a wallet out of every answer at once, for a request that came by another channel (a person who lost the wallet's keys), recorded with the reason.",
+  "opt-out restore": "Shows an opted-out wallet again, recorded with the reason.",
 };
 
 /** The help of `argv`'s command (its usage line and what it does), or the whole usage. */
@@ -67,7 +75,9 @@ export type Command =
   | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
   | { name: "x402 redeem"; reference: string }
   | { name: "connection list"; accountId: string }
-  | { name: "connection revoke"; connectionId: string };
+  | { name: "connection revoke"; connectionId: string }
+  | { name: "opt-out list" }
+  | { name: "opt-out add" | "opt-out restore"; wallet: string; reason: string };
 
 /** `--name value` or `--name=value`; every option takes a value and may appear once. */
 function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
@@ -158,6 +168,23 @@ export function parseCommand(argv: string[]): Command {
       noExtra(pair, rest);
       return { name: pair, connectionId: uuidOption(pair, options, "id", "a connection ID") };
     }
+    case "opt-out list": {
+      const { rest } = parseOptions(pair, more, []);
+      noExtra(pair, rest);
+      return { name: pair };
+    }
+    case "opt-out add":
+    case "opt-out restore": {
+      const { options, rest } = parseOptions(pair, more, ["wallet", "reason"]);
+      noExtra(pair, rest);
+      const wallet = options.get("wallet");
+      if (wallet === undefined) throw new UsageError(`Missing --wallet: ${pair} needs the wallet's address`);
+      if (!isAddress(wallet)) throw new UsageError(`Invalid --wallet ${JSON.stringify(wallet)}: an address is 0x followed by 40 hex characters`);
+      const reason = options.get("reason");
+      if (reason === undefined) throw new UsageError(`Missing --reason: ${pair} records why (how the request came)`);
+      if (reason.length > 500) throw new UsageError("Invalid --reason: at most 500 characters");
+      return { name: pair, wallet: wallet.toLowerCase(), reason };
+    }
   }
   if (first === "import") {
     const { rest } = parseOptions(first, argv.slice(1), []);
@@ -183,7 +210,7 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: pair, reference: rest[0].toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke";
+  const commands = "account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -269,6 +296,18 @@ async function run(
     }
     case "x402 redeem":
       return await redeem(db, command.reference, now);
+    case "opt-out list":
+      return { data: (await listOptOuts(db)).map((o) => ({ wallet: o.wallet, opted_out_at: o.opted_out_at.toISOString() })) };
+    case "opt-out add":
+    case "opt-out restore": {
+      const done = await recordOperatorRequest(db, {
+        wallet: command.wallet,
+        action: command.name === "opt-out add" ? "remove" : "restore",
+        reason: command.reason,
+        now,
+      });
+      return { wallet: done.wallet, opted_out: done.opted_out, effective_at: done.effective_at.toISOString() };
+    }
     case "import":
       try {
         // readline drops lines that arrive before iteration begins: create it only here

@@ -300,6 +300,45 @@ CREATE TABLE public.oauth_tokens (
   CONSTRAINT oauth_tokens_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE public.opt_out_challenges (
+  nonce text NOT NULL,
+  wallet text NOT NULL,
+  action text NOT NULL,
+  message text NOT NULL,
+  issued_at timestamp with time zone NOT NULL,
+  expires_at timestamp with time zone NOT NULL,
+  used_at timestamp with time zone,
+  CONSTRAINT opt_out_challenges_pkey PRIMARY KEY (nonce),
+  CONSTRAINT opt_out_challenges_action_check CHECK ((action = ANY (ARRAY['remove'::text, 'restore'::text]))),
+  CONSTRAINT opt_out_challenges_wallet_check CHECK ((wallet ~ '^0x[0-9a-f]{40}$'::text))
+);
+
+CREATE TABLE public.opt_out_requests (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  wallet text NOT NULL,
+  action text NOT NULL,
+  via text NOT NULL,
+  message text,
+  signature text,
+  reason text,
+  created_at timestamp with time zone NOT NULL,
+  CONSTRAINT opt_out_requests_pkey PRIMARY KEY (id),
+  CONSTRAINT opt_out_requests_action_check CHECK ((action = ANY (ARRAY['remove'::text, 'restore'::text]))),
+  CONSTRAINT opt_out_requests_check CHECK (((via <> 'signature'::text) OR ((message IS NOT NULL) AND (signature IS NOT NULL)))),
+  CONSTRAINT opt_out_requests_check1 CHECK (((via <> 'operator'::text) OR (reason IS NOT NULL))),
+  CONSTRAINT opt_out_requests_via_check CHECK ((via = ANY (ARRAY['signature'::text, 'operator'::text]))),
+  CONSTRAINT opt_out_requests_wallet_check CHECK ((wallet ~ '^0x[0-9a-f]{40}$'::text))
+);
+
+CREATE TABLE public.opt_outs (
+  wallet text NOT NULL,
+  opted_out_at timestamp with time zone NOT NULL,
+  request_id bigint NOT NULL,
+  CONSTRAINT opt_outs_pkey PRIMARY KEY (wallet),
+  CONSTRAINT opt_outs_request_id_fkey FOREIGN KEY (request_id) REFERENCES public.opt_out_requests(id),
+  CONSTRAINT opt_outs_wallet_check CHECK ((wallet ~ '^0x[0-9a-f]{40}$'::text))
+);
+
 CREATE TABLE public.packs (
   name text NOT NULL,
   matches integer NOT NULL,
@@ -507,6 +546,10 @@ CREATE INDEX oauth_connections_by_account ON public.oauth_connections USING btre
 
 CREATE INDEX oauth_tokens_by_connection ON public.oauth_tokens USING btree (connection_id);
 
+CREATE INDEX opt_out_challenges_expires ON public.opt_out_challenges USING btree (expires_at);
+
+CREATE INDEX opt_out_requests_wallet ON public.opt_out_requests USING btree (wallet, created_at);
+
 CREATE INDEX reverse_entries_wallet ON public.reverse_entries USING btree (wallet);
 
 CREATE INDEX reverse_pending_job ON public.reverse_pending USING btree (job_id);
@@ -589,7 +632,15 @@ BEGIN
     SELECT count(*)::integer INTO v_matched
       FROM job_wallet_slices s, unnest(s.addresses) AS a (wallet)
      WHERE s.job_id = p_job
-       AND EXISTS (SELECT 1 FROM links l WHERE l.wallet = a.wallet AND l.kind IN ('twitter', 'farcaster'));
+       AND EXISTS (SELECT 1 FROM links l WHERE l.wallet = a.wallet AND l.kind IN ('twitter', 'farcaster'))
+       AND NOT EXISTS (SELECT 1 FROM opt_outs o WHERE o.wallet = a.wallet);
+  ELSIF EXISTS (SELECT 1 FROM opt_outs) THEN
+    v_matched := greatest(0, v_matched - (
+      SELECT count(*)::integer
+        FROM job_wallet_slices s, unnest(s.addresses) AS a (wallet)
+       WHERE s.job_id = p_job
+         AND EXISTS (SELECT 1 FROM opt_outs o WHERE o.wallet = a.wallet)
+         AND EXISTS (SELECT 1 FROM links l WHERE l.wallet = a.wallet AND l.kind IN ('twitter', 'farcaster'))));
   END IF;
   SELECT a.unmetered INTO v_unmetered FROM accounts a WHERE a.id = j.account_id;
   IF v_matched > 0 AND NOT v_unmetered THEN
@@ -718,6 +769,7 @@ AS $function$
     LEFT JOIN farcaster_accounts fa ON fa.fid = l.fid
     LEFT JOIN twitter_reachability tr ON tr.handle = CASE WHEN l.kind = 'twitter' THEN l.value END
    WHERE w.address = ANY (p_addresses)
+     AND NOT EXISTS (SELECT 1 FROM opt_outs o WHERE o.wallet = w.address)
 $function$;
 
 CREATE OR REPLACE FUNCTION public.meter_call(p_key_hash text, p_now timestamp with time zone, p_weight integer, p_needs_credits boolean, p_list_size integer, p_call_key text, p_bill_wallets text[], p_idem_key text)
@@ -1400,6 +1452,48 @@ BEGIN
   END LOOP;
 END $function$;
 
+CREATE OR REPLACE FUNCTION public.opt_out_apply(p_nonce text, p_message text, p_signature text, p_now timestamp with time zone)
+ RETURNS TABLE(wallet text, action text, opted_out boolean, effective_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  c record;
+BEGIN
+  UPDATE opt_out_challenges ch
+     SET used_at = p_now
+   WHERE ch.nonce = p_nonce AND ch.message = p_message AND ch.used_at IS NULL AND ch.expires_at > p_now
+  RETURNING ch.wallet, ch.action INTO c;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  SELECT r.wallet, c.action, r.opted_out, r.effective_at
+    FROM opt_out_record(c.wallet, c.action, 'signature', p_message, p_signature, NULL, p_now) r;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.opt_out_record(p_wallet text, p_action text, p_via text, p_message text, p_signature text, p_reason text, p_now timestamp with time zone)
+ RETURNS TABLE(wallet text, opted_out boolean, effective_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_request bigint;
+BEGIN
+  PERFORM 1 FROM wallets w WHERE w.address = p_wallet FOR UPDATE;
+  INSERT INTO opt_out_requests (wallet, action, via, message, signature, reason, created_at)
+  VALUES (p_wallet, p_action, p_via, p_message, p_signature, p_reason, p_now)
+  RETURNING id INTO v_request;
+  IF p_action = 'remove' THEN
+    INSERT INTO opt_outs (wallet, opted_out_at, request_id) VALUES (p_wallet, p_now, v_request)
+        ON CONFLICT (wallet) DO NOTHING;
+    RETURN QUERY SELECT o.wallet, true, o.opted_out_at FROM opt_outs o WHERE o.wallet = p_wallet;
+  ELSE
+    DELETE FROM opt_outs o WHERE o.wallet = p_wallet;
+    RETURN QUERY SELECT p_wallet, false, p_now;
+  END IF;
+END $function$;
+
 CREATE OR REPLACE FUNCTION public.reverse_counts_after_entries()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1441,6 +1535,19 @@ BEGIN
   RETURN NULL;
 END $function$;
 
+CREATE OR REPLACE FUNCTION public.reverse_entries_after_opt_outs()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM reverse_entries_refresh(ARRAY(SELECT DISTINCT o.wallet FROM old_rows o));
+  ELSE
+    PERFORM reverse_entries_refresh(ARRAY(SELECT DISTINCT n.wallet FROM new_rows n));
+  END IF;
+  RETURN NULL;
+END $function$;
+
 CREATE OR REPLACE FUNCTION public.reverse_entries_for(p_wallets text[])
  RETURNS TABLE(kind text, key text, wallet text, rank integer)
  LANGUAGE sql
@@ -1452,6 +1559,7 @@ AS $function$
       FROM links l
       LEFT JOIN evidence_routes r ON r.route = l.route
      WHERE l.wallet IN (SELECT unnest(p_wallets))
+       AND NOT EXISTS (SELECT 1 FROM opt_outs o WHERE o.wallet = l.wallet)
   ),
   fc AS (
     SELECT l.wallet, l.fid, fa.username, fa.followers, bool_or(l.attested) AS attested
@@ -1533,6 +1641,10 @@ CREATE TRIGGER links_reverse_delete AFTER DELETE ON public.links REFERENCING OLD
 CREATE TRIGGER links_reverse_insert AFTER INSERT ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
 
 CREATE TRIGGER links_reverse_update AFTER UPDATE ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
+
+CREATE TRIGGER opt_outs_reverse_delete AFTER DELETE ON public.opt_outs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_opt_outs();
+
+CREATE TRIGGER opt_outs_reverse_insert AFTER INSERT ON public.opt_outs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_opt_outs();
 
 CREATE TRIGGER reverse_entries_count_delete AFTER DELETE ON public.reverse_entries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_counts_after_entries();
 

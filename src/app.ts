@@ -26,6 +26,7 @@ import { publicOpenapi, publicRoutes } from "./rest/public.ts";
 import { reverseOpenapi, reverseRoutes } from "./rest/reverse.ts";
 import { walletOpenapi, walletRoutes } from "./rest/wallet.ts";
 import { x402Openapi, x402Routes } from "./rest/x402.ts";
+import { optOutOpenapi, optOutRoutes } from "./rest/opt-out.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
 import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
 import type { PaymentServer } from "./x402/payment.ts";
@@ -86,6 +87,7 @@ export const OPERATIONS: Operation[] = [
   ...oauthOpenapi,
   ...mcpOpenapi,
   ...x402Openapi,
+  ...optOutOpenapi,
   ...publicOpenapi,
   ...metricsOpenapi,
 ];
@@ -115,6 +117,9 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[]; head?: true }> 
   { pattern: /^\/api\/x402\/buy$/, methods: ["POST"] },
   { pattern: /^\/api\/x402\/recover$/, methods: ["GET", "POST"] },
   { pattern: /^\/metrics$/, methods: ["GET"] },
+  { pattern: /^\/api\/opt-out(\/challenge)?$/, methods: ["POST"] },
+  { pattern: /^\/opt-out$/, methods: ["GET"], head: true },
+  { pattern: /^\/opt-out\.js$/, methods: ["GET"], head: true },
 ];
 
 /** The Allow header of a known route: its methods, HEAD where it serves one, and OPTIONS. */
@@ -264,6 +269,7 @@ export function createApp(deps: AppDeps): App {
   app.route("/", publicRoutes(operations, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
   app.route("/", x402Routes({ ...operations, payments: deps.payments }));
+  app.route("/", optOutRoutes(operations, deps.peerAddress));
 
   app.route("/", metricsRoutes(operations, deps.peerAddress));
   app.route("/", mcpRoutes({ operations, verifyAccessToken: verify, peerAddress: deps.peerAddress }));

@@ -88,8 +88,8 @@ describe("admin command line parsing", () => {
 
   test("refuses bad input with one line", () => {
     const cases: [string[], string][] = [
-      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke"],
-      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke'],
+      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore'],
       [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
       [["account", "create", "--email"], "Option --email needs a value"],
       [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
@@ -187,10 +187,28 @@ describe("admin CLI [postgres]", () => {
     }
   });
 
+  test("opt-out add records the operator's reason and hides the wallet; opt-out list prints it; restore shows it again", async () => {
+    assert.deepEqual(json(await admin(["opt-out", "list"], env)), { data: [] });
+    const added = json(await admin(["opt-out", "add", "--wallet", WALLET.toUpperCase().replace("0X", "0x"), "--reason", "email from the owner, keys lost"], env));
+    assert.equal(added.wallet, WALLET);
+    assert.equal(added.opted_out, true);
+    const listed = json(await admin(["opt-out", "list"], env)) as { data: Array<{ wallet: string; opted_out_at: string }> };
+    assert.deepEqual(listed.data.map((o) => o.wallet), [WALLET]);
+    assert.equal(listed.data[0].opted_out_at, added.effective_at);
+    const [proof] = await db.query<{ via: string; reason: string }>("SELECT via, reason FROM opt_out_requests WHERE wallet = $1", [WALLET]);
+    assert.deepEqual({ ...proof }, { via: "operator", reason: "email from the owner, keys lost" });
+    assert.equal((await db.query("SELECT * FROM identity_rows($1::text[])", [[WALLET]])).length, 0, "answered as never seen");
+    refused(await admin(["opt-out", "add", "--wallet", WALLET], env), 2, "Missing --reason: opt-out add records why (how the request came)");
+    refused(await admin(["opt-out", "add", "--wallet", "0x12", "--reason", "r"], env), 2, 'Invalid --wallet "0x12": an address is 0x followed by 40 hex characters');
+    assert.equal(json(await admin(["opt-out", "restore", "--wallet", WALLET, "--reason", "asked back"], env)).opted_out, false);
+    assert.deepEqual(json(await admin(["opt-out", "list"], env)), { data: [] });
+    assert.ok((await db.query("SELECT * FROM identity_rows($1::text[])", [[WALLET]])).length > 0, "shown again");
+  });
+
   test("--help on admin and on every command: usage on stdout, exit 0, nothing opened", async () => {
     const whole = await admin(["--help"], {});
     assert.equal(whole.code, 0, whole.stderr);
-    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke"]) {
+    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke", "opt-out list", "opt-out add", "opt-out restore"]) {
       assert.ok(whole.stdout.includes(command), `the usage names ${command}`);
       const one = await admin([...command.split(" "), "--help"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" });
       assert.equal(one.code, 0, `${command} --help: ${one.stderr}`);
@@ -221,7 +239,7 @@ describe("admin CLI [postgres]", () => {
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
-      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke'],
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore'],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],

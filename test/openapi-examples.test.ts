@@ -46,6 +46,8 @@ const ONE_STEP = [
 const NOT_RECORDED: Record<string, string> = {
   // the answer is this very document: an example of it inside itself would have to contain itself
   openapiDocument: "the document itself",
+  // served as written in src/rest/opt-out-page.ts; an excerpt of code would show nothing an answer does
+  optOutScript: "a script, not an answer",
 };
 
 /**
@@ -69,6 +71,8 @@ function normalise(value: unknown, key = ""): unknown {
   }
   if (typeof value === "string") {
     if (TIMESTAMP.test(value)) return "2026-11-20T12:00:30.000Z";
+    // an opt-out challenge's EIP-4361 message: its nonce is random
+    if (key === "message" && /\nNonce: /.test(value)) return value.replace(/\nNonce: \w+/, "\nNonce: <nonce>");
     if (value.replace(UUIDS, "") !== value) return value.replace(UUIDS, "6f1c2a54-3b1e-4e8a-9d2f-0c4b7a1e5d93");
     if (/^wid_[a-z]+_/.test(value)) return `${value.slice(0, value.indexOf("_", 4) + 1)}…`;
     if (/cursor/.test(key)) return "<cursor>";
@@ -225,6 +229,14 @@ test("every recorded response example is what the server answers to its request 
   const signature = await BUYER.signMessage({ message: challenge.message });
   const recoverBody = { ...(REQUEST_EXAMPLES.recoverKey.body as object), issued_at: challenge.issued_at, token: challenge.token, signature };
   await record("recoverKey", await send("recoverKey", { body: recoverBody }), 200);
+
+  // opt-out: the challenge for the same wallet, signed, sent back; and the page
+  const optOutRes = await send("optOutChallenge");
+  const optOutChallenge = (await optOutRes.clone().json()) as { message: string };
+  await record("optOutChallenge", optOutRes, 200);
+  const optOutSignature = await BUYER.signMessage({ message: optOutChallenge.message });
+  await record("optOut", await send("optOut", { body: { message: optOutChallenge.message, signature: optOutSignature } }), 200);
+  await record("optOutPage", await send("optOutPage"), 200);
 
   // the pages and the exposition: short excerpts
   await record("apiReference", await send("apiReference"), 200);

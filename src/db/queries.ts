@@ -94,6 +94,13 @@ export const QUERY_NAMES = [
   "x402_api_keys_revoke_all",
   "x402_recovery_uses_insert",
   "x402_recovery_uses_prune",
+  "opt_out_challenges_insert",
+  "opt_out_challenges_prune",
+  "opt_out_challenges_select",
+  "opt_out_apply",
+  "opt_out_record",
+  "opt_outs_select_all",
+  "opt_out_hourly_requests_count",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -63,6 +63,8 @@ export interface Browser {
   evaluate(expression: string): Promise<any>;
   /** Resolves at the page's next load event. */
   nextLoad(): Promise<void>;
+  /** Calls `listener` with the params of every event `method` of the page (e.g. Runtime.bindingCalled). */
+  on(method: string, listener: (params: any) => void): void;
   close(): Promise<void>;
 }
 
@@ -119,6 +121,11 @@ export async function launchBrowser(options: { width?: number; height?: number }
   return {
     send,
     nextLoad,
+    on(method, listener) {
+      listeners.add((m: any) => {
+        if (m.sessionId === sessionId && m.method === method) listener(m.params);
+      });
+    },
     async goto(url) {
       const loaded = nextLoad();
       await send("Page.navigate", { url });
