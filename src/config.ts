@@ -40,7 +40,23 @@ const EnvSchema = v.object({
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
   OAUTH_TRUSTED_CALLBACK_HOST: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, "must be a hostname (no scheme, port or path)"))),
   TRUST_PROXY: v.optional(Int(0, 10), "0"),
+  WEBHOOK_RETRY_SCHEDULE: v.optional(
+    v.pipe(v.string(), v.regex(/^\s*\d+(ms|s|m|h|d)\s*(,\s*\d+(ms|s|m|h|d)\s*)*$/, "must be comma-separated delays such as 0s,5s,5m,2h")),
+    "0s,5s,5m,30m,2h,5h,10h,14h,20h,24h",
+  ),
+  WEBHOOK_TIMEOUT_MS: v.optional(Int(100, 600_000), "15000"),
+  WEBHOOK_SECRET_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
 });
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "0s,5s,5m" as milliseconds. */
+function delays(text: string): number[] {
+  return text.split(",").map((part) => {
+    const [, n, unit] = /^(\d+)(ms|s|m|h|d)$/.exec(part.trim())!;
+    return Number(n) * UNIT_MS[unit];
+  });
+}
 
 export interface Config {
   port: number;
@@ -94,6 +110,14 @@ export interface Config {
     /** The one hosted-client domain whose callback receives OAuth errors and declines. */
     trustedCallbackHost?: string;
   };
+  webhooks: {
+    /** Delay before each attempt of a delivery, the first one included (WEBHOOK_RETRY_SCHEDULE). */
+    retryScheduleMs: number[];
+    /** A receiver's whole answer must arrive within this (WEBHOOK_TIMEOUT_MS). */
+    timeoutMs: number;
+    /** Encrypts endpoint secrets at rest; when unset, a key generated on first start is kept in the database. */
+    secretKey?: string;
+  };
 }
 
 export function readConfig(env: Record<string, string | undefined>): Config {
@@ -142,5 +166,6 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
     oauth: { trustedCallbackHost: e.OAUTH_TRUSTED_CALLBACK_HOST?.toLowerCase() },
+    webhooks: { retryScheduleMs: delays(e.WEBHOOK_RETRY_SCHEDULE), timeoutMs: e.WEBHOOK_TIMEOUT_MS, secretKey: e.WEBHOOK_SECRET_KEY },
   };
 }
