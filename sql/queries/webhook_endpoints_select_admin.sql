@@ -1,6 +1,6 @@
 -- name: webhook_endpoints_select_admin
 -- Account $1's endpoints for operators: no secrets, with their deliveries counted by status.
-SELECT e.id, e.url, e.events, e.enabled, e.disabled_reason, e.created_at,
+SELECT e.id, e.url, to_jsonb(e.events) AS events, e.enabled, e.disabled_reason, e.created_at,
        count(d.id) FILTER (WHERE d.status = 'pending')::integer AS pending,
        count(d.id) FILTER (WHERE d.status = 'delivered')::integer AS delivered,
        count(d.id) FILTER (WHERE d.status = 'failed')::integer AS failed
