@@ -18,6 +18,8 @@ import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/sch
 import { configuredSources } from "./sources/index.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
+import type { Outbound } from "./http/outbound.ts";
+import { startDelivery } from "./webhooks/deliver.ts";
 import { createLogger } from "./observe/log.ts";
 import { useBodySource } from "./http/body.ts";
 import { useTurnEnd } from "./http/turn.ts";
@@ -157,11 +159,16 @@ async function main(): Promise<void> {
   const sources = configuredSources(config, log);
   // DNS for OAuth client metadata documents: every address of the name, checked before the fetch
   const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost, gzip: runtimeGzip() });
+  // requests to user-given URLs (webhook endpoints): the runtime's Outbound module
+  // (src/http/outbound.ts); without one, webhooks cannot be registered and nothing is delivered
+  const outbound: Outbound | undefined = undefined;
+  const app = createApp({ db, config, now, log, logger, sources, peerAddress, resolveHost, outbound, gzip: runtimeGzip() });
   // WORKER=0 leaves jobs to `npm run worker` processes (PostgreSQL only: the embedded database
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
   await worker?.start();
+  // every process delivers webhooks: claims with leases share the work (src/webhooks/deliver.ts)
+  const delivery = await startDelivery({ db, config, now, log, outbound });
   const maintenanceStop = new AbortController();
   const stopMaintenance = config.maintenance.at
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
@@ -202,6 +209,7 @@ async function main(): Promise<void> {
     await stop().catch(() => {});
     await stopMaintenance();
     await worker?.stop();
+    await delivery?.stop();
     await app.close();
     await db.close();
     release();

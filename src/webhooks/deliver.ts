@@ -216,3 +216,17 @@ export function createDeliverer(params: DelivererParams): Deliverer {
     },
   };
 }
+
+/**
+ * The delivery loop of an entry point (the server, `npm run worker`), started; none, with a log
+ * line saying why, when the runtime has no Outbound module to send with.
+ */
+export async function startDelivery(params: Omit<DelivererParams, "outbound"> & { outbound: Outbound | undefined }): Promise<Deliverer | undefined> {
+  if (!params.outbound) {
+    params.log("Webhook delivery is off: this runtime has no outbound module for user-given URLs", "warn");
+    return undefined;
+  }
+  const deliverer = createDeliverer({ ...params, outbound: params.outbound });
+  await deliverer.start();
+  return deliverer;
+}
