@@ -29,7 +29,8 @@ const USAGE = `Usage: npm run admin -- <command>
   maintain [reachability|stats|all]
   x402 redeem REF        (grants a purchase that settled but was not recorded, once)
   connection list --account ID
-  connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)`;
+  connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)
+  webhooks list --account ID`;
 
 /** What each command does, for `<command> --help`. */
 const COMMAND_HELP: Record<string, string> = {
@@ -41,6 +42,7 @@ const COMMAND_HELP: Record<string, string> = {
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
   "connection list": "Lists the account's OAuth connections (MCP hosts).",
   "connection revoke": "Ends an OAuth connection: its access and refresh tokens stop working at once.",
+  "webhooks list": "Lists the account's webhook endpoints (never their secrets), with their deliveries counted by status. Prints {\"data\": [...]}.",
 };
 
 /** The help of `argv`'s command (its usage line and what it does), or the whole usage. */
@@ -67,7 +69,8 @@ export type Command =
   | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
   | { name: "x402 redeem"; reference: string }
   | { name: "connection list"; accountId: string }
-  | { name: "connection revoke"; connectionId: string };
+  | { name: "connection revoke"; connectionId: string }
+  | { name: "webhooks list"; accountId: string };
 
 /** `--name value` or `--name=value`; every option takes a value and may appear once. */
 function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
@@ -153,6 +156,11 @@ export function parseCommand(argv: string[]): Command {
       noExtra(pair, rest);
       return { name: pair, accountId: accountOption(pair, options) };
     }
+    case "webhooks list": {
+      const { options, rest } = parseOptions(pair, more, ["account"]);
+      noExtra(pair, rest);
+      return { name: pair, accountId: accountOption(pair, options) };
+    }
     case "connection revoke": {
       const { options, rest } = parseOptions(pair, more, ["id"]);
       noExtra(pair, rest);
@@ -183,7 +191,7 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: pair, reference: rest[0].toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain, x402 redeem or connection list|revoke";
+  const commands = "account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or webhooks list";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -260,6 +268,13 @@ async function run(
         throw new CommandError(`Cannot list connections: account ${command.accountId} does not exist`);
       }
       return { account_id: command.accountId, connections: await listConnections(db, command.accountId) };
+    }
+    case "webhooks list": {
+      if (!(await accountExists(db, command.accountId))) {
+        throw new CommandError(`Cannot list webhooks: account ${command.accountId} does not exist`);
+      }
+      const rows = await db.query<{ created_at: Date } & Record<string, unknown>>(sql("webhook_endpoints_select_admin"), [command.accountId]);
+      return { data: rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString() })) };
     }
     case "connection revoke": {
       if (!(await disconnect(db, { connectionId: command.connectionId, now }))) {
