@@ -64,7 +64,7 @@ export function createDeliverer(params: DelivererParams): Deliverer {
   const box = params.secrets ?? secretBox(db, params.config.webhooks.secretKey);
   const { retryScheduleMs: schedule, timeoutMs } = params.config.webhooks;
   // a claim outlives the longest attempt: the send's own timeout, then writing its outcome
-  const leaseSeconds = Math.ceil((2 * timeoutMs) / 1000) + 30;
+  const leaseSeconds = Math.ceil((2 * timeoutMs) / 1000) + 5;
 
   const inFlight = new Map<string, number>();
   const running = new Set<Promise<void>>();
