@@ -19,6 +19,8 @@ export interface Receiver {
   received: Received[];
   /** The answer to the next requests, in order; 200 once they are used up. */
   answers: Array<number | { status: number; headers?: Record<string, string> }>;
+  /** While set, requests are kept unanswered (a receiver that hangs). */
+  hold: boolean;
   /** Resolves once `n` requests have arrived in all. */
   waitFor(n: number, ms?: number): Promise<void>;
   close(): Promise<void>;
@@ -46,23 +48,25 @@ export async function startReceiver(): Promise<Receiver> {
         body = null;
       }
       received.push({ path: req.url ?? "", headers: headersOf(req), raw, body });
-      const answer = answers.shift() ?? 200;
-      const { status, headers } = typeof answer === "number" ? { status: answer, headers: {} } : answer;
-      res.writeHead(status, headers);
-      res.end("ok");
       for (const w of waiting.filter((w) => received.length >= w.n)) {
         waiting.splice(waiting.indexOf(w), 1);
         w.resolve();
       }
+      if (receiver.hold) return;
+      const answer = answers.shift() ?? 200;
+      const { status, headers } = typeof answer === "number" ? { status: answer, headers: {} } : answer;
+      res.writeHead(status, headers);
+      res.end("ok");
     });
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const receiver: Receiver = {
     url,
     received,
     answers,
+    hold: false,
     waitFor(n, ms = 10_000) {
       if (received.length >= n) return Promise.resolve();
       return new Promise((resolve, reject) => {
@@ -72,6 +76,7 @@ export async function startReceiver(): Promise<Receiver> {
     },
     close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
+  return receiver;
 }
 
 /** The delivery loop of `server`, on its clock and configuration; its log lines in `logs`. */
