@@ -34,7 +34,8 @@ const USAGE = `Usage: npm run admin -- <command>
   connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)
   opt-out list
   opt-out add --wallet A --reason R
-  opt-out restore --wallet A --reason R`;
+  opt-out restore --wallet A --reason R
+  webhooks list --account ID`;
 
 /** What each command does, for `<command> --help`. */
 const COMMAND_HELP: Record<string, string> = {
@@ -49,6 +50,7 @@ const COMMAND_HELP: Record<string, string> = {
   "opt-out list": "Lists the wallets taken out of every answer (opted out). Prints {\"data\": [{\"wallet\", \"opted_out_at\"}]}.",
   "opt-out add": "Takes a wallet out of every answer at once, for a request that came by another channel (a person who lost the wallet's keys), recorded with the reason.",
   "opt-out restore": "Shows an opted-out wallet again, recorded with the reason.",
+  "webhooks list": "Lists the account's webhook endpoints (never their secrets), with their deliveries counted by status. Prints {\"data\": [...]}.",
 };
 
 /** The help of `argv`'s command (its usage line and what it does), or the whole usage. */
@@ -77,7 +79,8 @@ export type Command =
   | { name: "connection list"; accountId: string }
   | { name: "connection revoke"; connectionId: string }
   | { name: "opt-out list" }
-  | { name: "opt-out add" | "opt-out restore"; wallet: string; reason: string };
+  | { name: "opt-out add" | "opt-out restore"; wallet: string; reason: string }
+  | { name: "webhooks list"; accountId: string };
 
 /** `--name value` or `--name=value`; every option takes a value and may appear once. */
 function parseOptions(command: string, args: string[], allowed: string[]): { options: Map<string, string>; rest: string[] } {
@@ -163,6 +166,11 @@ export function parseCommand(argv: string[]): Command {
       noExtra(pair, rest);
       return { name: pair, accountId: accountOption(pair, options) };
     }
+    case "webhooks list": {
+      const { options, rest } = parseOptions(pair, more, ["account"]);
+      noExtra(pair, rest);
+      return { name: pair, accountId: accountOption(pair, options) };
+    }
     case "connection revoke": {
       const { options, rest } = parseOptions(pair, more, ["id"]);
       noExtra(pair, rest);
@@ -210,7 +218,7 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: pair, reference: rest[0].toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore";
+  const commands = "account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -287,6 +295,13 @@ async function run(
         throw new CommandError(`Cannot list connections: account ${command.accountId} does not exist`);
       }
       return { account_id: command.accountId, connections: await listConnections(db, command.accountId) };
+    }
+    case "webhooks list": {
+      if (!(await accountExists(db, command.accountId))) {
+        throw new CommandError(`Cannot list webhooks: account ${command.accountId} does not exist`);
+      }
+      const rows = await db.query<{ created_at: Date } & Record<string, unknown>>(sql("webhook_endpoints_select_admin"), [command.accountId]);
+      return { data: rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString() })) };
     }
     case "connection revoke": {
       if (!(await disconnect(db, { connectionId: command.connectionId, now }))) {

@@ -1,5 +1,6 @@
 // npm run worker: a job worker on its own, beside any number of API processes and other
-// workers on the same PostgreSQL (DATABASE_URL). Stops after the current chunk on SIGINT/SIGTERM.
+// workers on the same PostgreSQL (DATABASE_URL), that delivers webhooks too. Stops after the
+// current chunk on SIGINT/SIGTERM.
 import process from "node:process";
 import { readConfig } from "../src/config.ts";
 import { migrate } from "../src/db/migrate.ts";
@@ -8,6 +9,8 @@ import { loadQueries } from "../src/db/queries.ts";
 import { jobRunDeps } from "../src/jobs/deps.ts";
 import { createWorker } from "../src/jobs/worker.ts";
 import { createLogger } from "../src/observe/log.ts";
+import { createNodeOutbound } from "../src/outbound-node.ts";
+import { startDelivery } from "../src/webhooks/deliver.ts";
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
@@ -31,12 +34,17 @@ async function main(): Promise<void> {
   await migrate(db);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
   await worker.start();
+  // webhook deliveries too, sharing the claims with the servers (src/webhooks/deliver.ts)
+  const outbound = createNodeOutbound(config.outbound);
+  const delivery = await startDelivery({ db, config, now: () => new Date(), log, outbound });
   log(`walletid job worker ${worker.owner} started`);
   let stopping = false;
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
     await worker.stop();
+    await delivery?.stop();
+    await outbound.close();
     await db.close();
     logger.flush();
     process.exit(0);

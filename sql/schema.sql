@@ -470,6 +470,71 @@ CREATE TABLE public.wallets (
   CONSTRAINT wallets_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text))
 );
 
+CREATE TABLE public.watch_dirty (
+  wallet text NOT NULL,
+  CONSTRAINT watch_dirty_pkey PRIMARY KEY (wallet)
+);
+
+CREATE TABLE public.watch_snapshots (
+  wallet text NOT NULL,
+  summary jsonb NOT NULL,
+  CONSTRAINT watch_snapshots_pkey PRIMARY KEY (wallet)
+);
+
+CREATE TABLE public.watched_wallets (
+  account_id uuid NOT NULL,
+  wallet text NOT NULL,
+  added_at timestamp with time zone NOT NULL,
+  CONSTRAINT watched_wallets_pkey PRIMARY KEY (account_id, wallet),
+  CONSTRAINT watched_wallets_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id)
+);
+
+CREATE TABLE public.webhook_deliveries (
+  id uuid NOT NULL,
+  event_id uuid NOT NULL,
+  endpoint_id uuid NOT NULL,
+  status text DEFAULT 'pending'::text NOT NULL,
+  attempts integer DEFAULT 0 NOT NULL,
+  next_attempt_at timestamp with time zone,
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  last_status_code integer,
+  created_at timestamp with time zone NOT NULL,
+  delivered_at timestamp with time zone,
+  CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id),
+  CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id),
+  CONSTRAINT webhook_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES public.webhook_events(id),
+  CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+CREATE TABLE public.webhook_endpoints (
+  id uuid NOT NULL,
+  account_id uuid NOT NULL,
+  url text NOT NULL,
+  events text[] NOT NULL,
+  secret_enc text NOT NULL,
+  previous_secret_enc text,
+  previous_until timestamp with time zone,
+  enabled boolean DEFAULT true NOT NULL,
+  disabled_reason text,
+  created_at timestamp with time zone NOT NULL,
+  deleted_at timestamp with time zone,
+  CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id),
+  CONSTRAINT webhook_endpoints_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id),
+  CONSTRAINT webhook_endpoints_events_check CHECK (((events <@ ARRAY['job.completed'::text, 'job.failed'::text, 'wallet.changed'::text]) AND (cardinality(events) > 0)))
+);
+
+CREATE TABLE public.webhook_events (
+  id uuid NOT NULL,
+  account_id uuid NOT NULL,
+  type text NOT NULL,
+  body text NOT NULL,
+  created_at timestamp with time zone NOT NULL,
+  CONSTRAINT webhook_events_pkey PRIMARY KEY (id),
+  CONSTRAINT webhook_events_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id),
+  CONSTRAINT webhook_events_type_check CHECK ((type = ANY (ARRAY['job.completed'::text, 'job.failed'::text, 'wallet.changed'::text])))
+);
+
 CREATE TABLE public.x402_payments (
   id uuid NOT NULL,
   network text NOT NULL,
@@ -555,6 +620,14 @@ CREATE INDEX reverse_entries_wallet ON public.reverse_entries USING btree (walle
 CREATE INDEX reverse_pending_job ON public.reverse_pending USING btree (job_id);
 
 CREATE INDEX usage_events_by_account ON public.usage_events USING btree (account_id, created_at);
+
+CREATE INDEX watched_wallets_by_wallet ON public.watched_wallets USING btree (wallet);
+
+CREATE INDEX webhook_deliveries_by_endpoint ON public.webhook_deliveries USING btree (endpoint_id, created_at DESC, id DESC);
+
+CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+
+CREATE INDEX webhook_endpoints_by_account ON public.webhook_endpoints USING btree (account_id, created_at) WHERE (deleted_at IS NULL);
 
 CREATE INDEX x402_recovery_uses_by_time ON public.x402_recovery_uses USING btree (used_at);
 
@@ -1629,6 +1702,86 @@ BEGIN
   RETURN cardinality(v_wallets);
 END $function$;
 
+CREATE OR REPLACE FUNCTION public.watch_dirty_after_farcaster_accounts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO watch_dirty (wallet)
+  SELECT DISTINCT l.wallet
+    FROM new_rows n
+    JOIN links l ON l.kind = 'farcaster' AND l.fid = n.fid
+    JOIN watch_snapshots s ON s.wallet = l.wallet
+      ON CONFLICT (wallet) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.watch_dirty_after_links()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO watch_dirty (wallet)
+  SELECT DISTINCT n.wallet FROM new_rows n JOIN watch_snapshots s ON s.wallet = n.wallet
+      ON CONFLICT (wallet) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.watch_dirty_after_twitter_reachability()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO watch_dirty (wallet)
+  SELECT DISTINCT l.wallet
+    FROM new_rows n
+    JOIN links l ON l.kind = 'twitter' AND l.value = n.handle
+    JOIN watch_snapshots s ON s.wallet = l.wallet
+      ON CONFLICT (wallet) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.watch_events_create(p_wallets text[], p_full text[], p_withheld text[], p_billable boolean[], p_now timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  r record;
+  v_id uuid;
+  v_full boolean;
+  v_written integer := 0;
+BEGIN
+  FOR r IN
+    SELECT w.account_id, c.full_body, c.withheld_body, c.billable, a.unmetered
+      FROM unnest(p_wallets, p_full, p_withheld, p_billable) AS c (wallet, full_body, withheld_body, billable)
+      JOIN watched_wallets w ON w.wallet = c.wallet
+      JOIN accounts a ON a.id = w.account_id
+     WHERE EXISTS (SELECT 1 FROM webhook_endpoints e
+                    WHERE e.account_id = w.account_id AND e.enabled AND e.deleted_at IS NULL
+                      AND 'wallet.changed' = ANY (e.events))
+     ORDER BY w.account_id, c.wallet
+  LOOP
+    v_id := gen_random_uuid();
+    v_full := true;
+    IF r.billable AND NOT r.unmetered THEN
+      IF coalesce((SELECT s.available FROM account_credits(r.account_id, p_now) s), 0) > 0 THEN
+        PERFORM debit_matches(r.account_id, 'event:' || v_id::text, 1, p_now);
+      ELSE
+        v_full := false;
+      END IF;
+    END IF;
+    INSERT INTO webhook_events (id, account_id, type, body, created_at)
+    VALUES (v_id, r.account_id, 'wallet.changed', CASE WHEN v_full THEN r.full_body ELSE r.withheld_body END, p_now);
+    INSERT INTO webhook_deliveries (id, event_id, endpoint_id, next_attempt_at, created_at)
+    SELECT gen_random_uuid(), v_id, e.id, p_now, p_now
+      FROM webhook_endpoints e
+     WHERE e.account_id = r.account_id AND e.enabled AND e.deleted_at IS NULL
+       AND 'wallet.changed' = ANY (e.events);
+    v_written := v_written + 1;
+  END LOOP;
+  RETURN v_written;
+END $function$;
+
 
 -- Triggers
 
@@ -1636,11 +1789,19 @@ CREATE TRIGGER farcaster_accounts_reverse_insert AFTER INSERT ON public.farcaste
 
 CREATE TRIGGER farcaster_accounts_reverse_update AFTER UPDATE ON public.farcaster_accounts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_farcaster_accounts();
 
+CREATE TRIGGER farcaster_accounts_watch_insert AFTER INSERT ON public.farcaster_accounts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_farcaster_accounts();
+
+CREATE TRIGGER farcaster_accounts_watch_update AFTER UPDATE ON public.farcaster_accounts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_farcaster_accounts();
+
 CREATE TRIGGER links_reverse_delete AFTER DELETE ON public.links REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
 
 CREATE TRIGGER links_reverse_insert AFTER INSERT ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
 
 CREATE TRIGGER links_reverse_update AFTER UPDATE ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
+
+CREATE TRIGGER links_watch_insert AFTER INSERT ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_links();
+
+CREATE TRIGGER links_watch_update AFTER UPDATE ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_links();
 
 CREATE TRIGGER opt_outs_reverse_delete AFTER DELETE ON public.opt_outs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_opt_outs();
 
@@ -1649,6 +1810,10 @@ CREATE TRIGGER opt_outs_reverse_insert AFTER INSERT ON public.opt_outs REFERENCI
 CREATE TRIGGER reverse_entries_count_delete AFTER DELETE ON public.reverse_entries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_counts_after_entries();
 
 CREATE TRIGGER reverse_entries_count_insert AFTER INSERT ON public.reverse_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_counts_after_entries();
+
+CREATE TRIGGER twitter_reachability_watch_insert AFTER INSERT ON public.twitter_reachability REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_twitter_reachability();
+
+CREATE TRIGGER twitter_reachability_watch_update AFTER UPDATE ON public.twitter_reachability REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_twitter_reachability();
 
 
 -- Rows the migrations insert

@@ -25,6 +25,7 @@ import { connectionsOpenapi, oauthOpenapi } from "./rest/oauth-openapi.ts";
 import { publicOpenapi, publicRoutes } from "./rest/public.ts";
 import { reverseOpenapi, reverseRoutes } from "./rest/reverse.ts";
 import { walletOpenapi, walletRoutes } from "./rest/wallet.ts";
+import { webhookRoutes, webhooksOpenapi } from "./rest/webhooks.ts";
 import { x402Openapi, x402Routes } from "./rest/x402.ts";
 import { optOutOpenapi, optOutRoutes } from "./rest/opt-out.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
@@ -82,6 +83,7 @@ export const OPERATIONS: Operation[] = [
   ...estimateOpenapi,
   ...reverseOpenapi,
   ...jobsOpenapi,
+  ...webhooksOpenapi,
   ...accountOpenapi,
   ...connectionsOpenapi,
   ...oauthOpenapi,
@@ -105,6 +107,12 @@ export const ROUTES: Array<{ pattern: RegExp; methods: string[]; head?: true }> 
   { pattern: /^\/api\/v1\/openapi\.json$/, methods: ["GET"], head: true },
   { pattern: /^\/api\/v1\/jobs$/, methods: ["POST"] },
   { pattern: /^\/api\/v1\/jobs\/[^/]+$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/webhooks$/, methods: ["GET", "POST"] },
+  { pattern: /^\/api\/v1\/webhooks\/[^/]+$/, methods: ["DELETE"] },
+  { pattern: /^\/api\/v1\/webhooks\/[^/]+\/rotate$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/webhooks\/[^/]+\/deliveries$/, methods: ["GET"] },
+  { pattern: /^\/api\/v1\/webhooks\/[^/]+\/deliveries\/[^/]+\/redeliver$/, methods: ["POST"] },
+  { pattern: /^\/api\/v1\/watchlist$/, methods: ["GET", "POST", "DELETE"] },
   { pattern: /^\/healthz$/, methods: ["GET"], head: true },
   { pattern: /^\/docs$/, methods: ["GET"], head: true },
   { pattern: /^\/api\/v1\/connections$/, methods: ["GET"] },
@@ -283,6 +291,7 @@ export function createApp(deps: AppDeps): App {
   v1.route("/", accountRoutes(operations));
   v1.route("/", connectionRoutes(operations));
   v1.route("/", jobRoutes(operations));
+  v1.route("/", webhookRoutes(operations));
   app.route("/api/v1", v1);
 
   app.notFound((c) => {

@@ -44,7 +44,23 @@ const EnvSchema = v.object({
     v.pipe(v.string(), v.regex(/^\s*[\w.:[\]-]+(\s*,\s*[\w.:[\]-]+)*\s*,?\s*$/, "must be comma-separated host names or IP addresses")),
   ),
   OUTBOUND_PROXY: v.optional(v.pipe(v.string(), v.url("must be a URL"), v.regex(/^https?:\/\//, "must be an http:// or https:// URL"))),
+  WEBHOOK_RETRY_SCHEDULE: v.optional(
+    v.pipe(v.string(), v.regex(/^\s*\d+(ms|s|m|h|d)\s*(,\s*\d+(ms|s|m|h|d)\s*)*$/, "must be comma-separated delays such as 0s,5s,5m,2h")),
+    "0s,5s,5m,30m,2h,5h,10h,14h,20h,24h",
+  ),
+  WEBHOOK_TIMEOUT_MS: v.optional(Int(100, 600_000), "15000"),
+  WEBHOOK_SECRET_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
 });
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "0s,5s,5m" as milliseconds. */
+function delays(text: string): number[] {
+  return text.split(",").map((part) => {
+    const [, n, unit] = /^(\d+)(ms|s|m|h|d)$/.exec(part.trim())!;
+    return Number(n) * UNIT_MS[unit];
+  });
+}
 
 export interface Config {
   port: number;
@@ -105,6 +121,14 @@ export interface Config {
     /** OUTBOUND_PROXY: the egress proxy every such request goes through. */
     proxyUrl?: string;
   };
+  webhooks: {
+    /** Delay before each attempt of a delivery, the first one included (WEBHOOK_RETRY_SCHEDULE). */
+    retryScheduleMs: number[];
+    /** A receiver's whole answer must arrive within this (WEBHOOK_TIMEOUT_MS). */
+    timeoutMs: number;
+    /** Encrypts endpoint secrets at rest; when unset, a key generated on first start is kept in the database. */
+    secretKey?: string;
+  };
 }
 
 export function readConfig(env: Record<string, string | undefined>): Config {
@@ -157,5 +181,6 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       allowHosts: (e.WEBHOOK_ALLOW_HOSTS ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
       proxyUrl: e.OUTBOUND_PROXY,
     },
+    webhooks: { retryScheduleMs: delays(e.WEBHOOK_RETRY_SCHEDULE), timeoutMs: e.WEBHOOK_TIMEOUT_MS, secretKey: e.WEBHOOK_SECRET_KEY },
   };
 }

@@ -9,7 +9,6 @@ import { setImmediate } from "node:timers";
 import { readConfig, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import type { Gzip } from "./http/compress.ts";
-import type { Outbound } from "./http/outbound.ts";
 import { createFetchOutbound } from "./http/outbound-fetch.ts";
 import { parserRefusal } from "./http/errors.ts";
 import { openDatabase } from "./db/open.ts";
@@ -20,6 +19,8 @@ import { nextTick, runDueTasks, tickCron, type DailyAt } from "./maintenance/sch
 import { configuredSources } from "./sources/index.ts";
 import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
+import type { Outbound } from "./http/outbound.ts";
+import { startDelivery } from "./webhooks/deliver.ts";
 import { createLogger } from "./observe/log.ts";
 import { useBodySource } from "./http/body.ts";
 import { useTurnEnd } from "./http/turn.ts";
@@ -196,6 +197,8 @@ async function main(): Promise<void> {
   // opens in one process, so there the worker always runs here)
   const worker = config.jobs.worker || embedded ? createWorker(jobRunDeps(config, { db, now, log, sources })) : undefined;
   await worker?.start();
+  // every process delivers webhooks: claims with leases share the work (src/webhooks/deliver.ts)
+  const delivery = await startDelivery({ db, config, now, log, outbound });
   const maintenanceStop = new AbortController();
   const stopMaintenance = config.maintenance.at
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
@@ -236,6 +239,7 @@ async function main(): Promise<void> {
     await stop().catch(() => {});
     await stopMaintenance();
     await worker?.stop();
+    await delivery?.stop();
     await app.close();
     await outbound.close();
     await db.close();

@@ -88,8 +88,8 @@ describe("admin command line parsing", () => {
 
   test("refuses bad input with one line", () => {
     const cases: [string[], string][] = [
-      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore"],
-      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore'],
+      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
       [["account", "create", "--email"], "Option --email needs a value"],
       [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
@@ -208,7 +208,7 @@ describe("admin CLI [postgres]", () => {
   test("--help on admin and on every command: usage on stdout, exit 0, nothing opened", async () => {
     const whole = await admin(["--help"], {});
     assert.equal(whole.code, 0, whole.stderr);
-    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke", "opt-out list", "opt-out add", "opt-out restore"]) {
+    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke", "opt-out list", "opt-out add", "opt-out restore", "webhooks list"]) {
       assert.ok(whole.stdout.includes(command), `the usage names ${command}`);
       const one = await admin([...command.split(" "), "--help"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" });
       assert.equal(one.code, 0, `${command} --help: ${one.stderr}`);
@@ -239,7 +239,7 @@ describe("admin CLI [postgres]", () => {
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
-      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke or opt-out list|add|restore'],
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],
@@ -290,6 +290,22 @@ describe("admin CLI [postgres]", () => {
     refused(await admin(["connection", "revoke", "--id", id], env), 1, `Cannot revoke connection ${id}: no live connection has this ID`);
     refused(await admin(["connection", "revoke"], env), 2, "Missing --id: connection revoke needs a connection ID");
     refused(await admin(["connection", "list", "--account", "00000000-0000-0000-0000-000000000000"], env), 1, /^Cannot list connections: account .* does not exist\n$/);
+  });
+
+  test("webhooks list: the account's endpoints without secrets, deliveries counted by status", async () => {
+    const id = crypto.randomUUID();
+    await db.query(
+      "INSERT INTO webhook_endpoints (id, account_id, url, events, secret_enc, created_at) VALUES ($1, $2, 'https://hooks.example/in', ARRAY['job.completed'], 'sealed-secret', now())",
+      [id, accountId],
+    );
+    const listed = json(await admin(["webhooks", "list", "--account", accountId], env)) as { data: Array<Record<string, unknown>> };
+    assert.equal(listed.data.length, 1);
+    const { created_at, ...rest } = listed.data[0];
+    assert.match(String(created_at), /^\d{4}-\d\d-\d\dT/);
+    assert.deepEqual(rest, { id, url: "https://hooks.example/in", events: ["job.completed"], enabled: true, disabled_reason: null, pending: 0, delivered: 0, failed: 0 });
+    assert.ok(!JSON.stringify(listed).includes("sealed-secret"));
+    refused(await admin(["webhooks", "list"], env), 2, "Missing --account: webhooks list needs an account ID");
+    refused(await admin(["webhooks", "list", "--account", "00000000-0000-0000-0000-000000000000"], env), 1, /^Cannot list webhooks: account .* does not exist\n$/);
   });
 
   test("maintain runs the daily tasks once and prints what each did", async () => {

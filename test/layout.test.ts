@@ -5,9 +5,9 @@
 //   1. observe/                        logs and metrics, which every other layer reports to
 //   2. db/                             the query interface and its drivers
 //   3. config.ts                       the environment, read and checked once
-//   4. index/ ledger/ sources/ jobs/ maintenance/
+//   4. index/ ledger/ sources/ jobs/ maintenance/ events/
 //                                      the domain: plain functions over the database
-//   5. http/ openapi/ oauth/ x402/     wire helpers both faces share (envelope, errors, metering,
+//   5. http/ openapi/ oauth/ x402/ webhooks/     wire helpers both faces share (envelope, errors, metering,
 //                                      bodies, cursors, the OpenAPI builder), and the domains that
 //                                      speak HTTP themselves: OAuth clients and grants, x402 payments
 //   6. operations/                     what a caller can ask, whatever the wire
@@ -30,8 +30,8 @@ const LAYERS: string[][] = [
   ["observe"],
   ["db"],
   ["config.ts"],
-  ["index", "ledger", "sources", "jobs", "maintenance"],
-  ["http", "openapi", "oauth", "x402"],
+  ["index", "ledger", "sources", "jobs", "maintenance", "events"],
+  ["http", "openapi", "oauth", "x402", "webhooks"],
   ["operations"],
   ["rest", "mcp"],
   ["app.ts"],

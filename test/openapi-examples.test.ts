@@ -19,6 +19,17 @@ import { loadFixtures } from "./support/fixtures.ts";
 import { ROOT } from "./support/process.ts";
 import { createClock, createCustomer, startServer, type TestServer } from "./support/server.ts";
 import { newBuyer, PAY_TO } from "./x402/support.ts";
+import { OutboundError, type Outbound } from "../src/http/outbound.ts";
+
+/** Accepts the example's webhook host at registration; nothing is delivered in this test. */
+const EXAMPLE_OUTBOUND: Outbound = {
+  check: async (url) => {
+    if (new URL(url).hostname !== "hooks.example.com") throw new OutboundError("address", "not the example's host");
+  },
+  send: async () => {
+    throw new OutboundError("network", "this test delivers nothing");
+  },
+};
 
 const START = "2026-11-20T12:00:30Z";
 
@@ -34,6 +45,9 @@ const ONE_STEP = [
   "indexStats",
   "accountUsage",
   "listConnections",
+  "watchWallets",
+  "watchlist",
+  "unwatchWallets",
   "protectedResourceMetadataMcp",
   "protectedResourceMetadata",
   "authorizationServerMetadata",
@@ -75,6 +89,7 @@ function normalise(value: unknown, key = ""): unknown {
     if (key === "message" && /\nNonce: /.test(value)) return value.replace(/\nNonce: \w+/, "\nNonce: <nonce>");
     if (value.replace(UUIDS, "") !== value) return value.replace(UUIDS, "6f1c2a54-3b1e-4e8a-9d2f-0c4b7a1e5d93");
     if (/^wid_[a-z]+_/.test(value)) return `${value.slice(0, value.indexOf("_", 4) + 1)}…`;
+    if (value.startsWith("whsec_")) return "whsec_…";
     if (/cursor/.test(key)) return "<cursor>";
     // a transaction hash, or a recovery challenge's signed token
     if (/^0x[0-9a-f]{64}$/.test(value) || key === "token") return `<${key || "hash"}>`;
@@ -117,7 +132,7 @@ before(async () => {
   await loadFixtures(database.db, new Date(START));
   facilitator = await startFacilitator();
   // selling through the local facilitator, and counting requests (the metrics example shows the count)
-  server = await startServer(database.db, { clock: createClock(START), env: { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: PAY_TO, METRICS: "on" } });
+  server = await startServer(database.db, { clock: createClock(START), env: { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: PAY_TO, METRICS: "on" }, app: { outbound: EXAMPLE_OUTBOUND } });
   ({ apiKey } = await createCustomer(database.db, { packs: [{ pack: "Agent", quantity: 10 }], now: new Date(START) }));
 });
 after(async () => {
@@ -237,6 +252,19 @@ test("every recorded response example is what the server answers to its request 
   const optOutSignature = await BUYER.signMessage({ message: optOutChallenge.message });
   await record("optOut", await send("optOut", { body: { message: optOutChallenge.message, signature: optOutSignature } }), 200);
   await record("optOutPage", await send("optOutPage"), 200);
+  // webhooks: an endpoint registered and listed, a job's event in its delivery log, redelivered,
+  // the secret rotated, the endpoint deleted
+  const registered = await send("registerWebhook");
+  const endpointId = ((await registered.clone().json()) as { data: { id: string } }).data.id;
+  await record("registerWebhook", registered, 201);
+  await record("listWebhooks", await send("listWebhooks"), 200);
+  assert.equal((await send("submitJob")).status, 202);
+  const log = await send("webhookDeliveries", { params: { id: endpointId } });
+  const deliveryId = ((await log.clone().json()) as { data: Array<{ id: string }> }).data[0].id;
+  await record("webhookDeliveries", log, 200);
+  await record("redeliverWebhook", await send("redeliverWebhook", { params: { id: endpointId, delivery_id: deliveryId } }), 202);
+  await record("rotateWebhookSecret", await send("rotateWebhookSecret", { params: { id: endpointId } }), 200);
+  await record("deleteWebhook", await send("deleteWebhook", { params: { id: endpointId } }), 204);
 
   // the pages and the exposition: short excerpts
   await record("apiReference", await send("apiReference"), 200);

@@ -194,7 +194,7 @@ for (const runtime of RUNTIMES) {
           body: JSON.stringify(body),
         });
       const list = await expectStatus(await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }), 200);
-      assert.equal(list.body.result.tools.length, 8);
+      assert.equal(list.body.result.tools.length, 10);
       const [row] = await db.query<{ subject: string }>("SELECT subject FROM mcp_hourly_requests");
       assert.match(row.subject, /^ip:(::ffff:)?127\.0\.0\.1$/, "the runtime handed over the connection's peer");
       const debits = (await debitsOf(db, customer.accountId)).length;

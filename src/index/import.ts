@@ -2,6 +2,7 @@
 // any is written, then upserted in batches inside one transaction: a file lands whole or not at all.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
+import { changedWallets as compareWatched, type ChangeCause } from "../events/watch.ts";
 import { parseObservation, type IdentityObservation, type LinkKind, type Observation, type Reachability } from "./observations.ts";
 
 /** A line that does not follow the import format; the message is "line N: <reason>". */
@@ -152,7 +153,7 @@ function* chunks<T>(items: T[]): Generator<T[]> {
 export async function importObservations(
   db: Db,
   lines: Iterable<string> | AsyncIterable<string>,
-  options: { now: Date },
+  options: { now: Date; cause?: ChangeCause },
 ): Promise<ImportCounts> {
   const plan = emptyPlan();
   let lineNumber = 0;
@@ -163,17 +164,18 @@ export async function importObservations(
     if (!parsed.ok) throw new InvalidLineError(parsed.error);
     addToPlan(plan, parsed.observation, lineNumber, options.now);
   }
-  return await db.transaction((tx) => writePlan(tx, plan, options.now), { bulk: true });
+  return await db.transaction((tx) => writePlan(tx, plan, options.now, options.cause ?? "import"), { bulk: true });
 }
 
 /**
- * Writes observations already parsed (a job's live answers) inside the caller's transaction,
- * through the same plan and upserts as an import file.
+ * Writes observations already parsed (a job's live answers, a hub's messages) inside the caller's
+ * transaction, through the same plan and upserts as an import file; `cause` names the writer in
+ * the wallet.changed events of the watched wallets it changes.
  */
-export async function writeObservations(tx: Db, observations: Observation[], now: Date): Promise<ImportCounts> {
+export async function writeObservations(tx: Db, observations: Observation[], now: Date, cause: ChangeCause): Promise<ImportCounts> {
   const plan = emptyPlan();
   observations.forEach((observation, i) => addToPlan(plan, observation, i + 1, now));
-  return await writePlan(tx, plan, now);
+  return await writePlan(tx, plan, now, cause);
 }
 
 /**
@@ -199,7 +201,7 @@ async function pipelined<T>(statements: Array<() => Promise<T>>, depth = 4): Pro
   return results;
 }
 
-async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
+async function writePlan(tx: Db, plan: Plan, now: Date, cause: ChangeCause): Promise<ImportCounts> {
   // Which lines reached the database: the winner of each key whose row was written.
   const changedIdentityLines = new Set<number>();
   const addedIdentityLines = new Set<number>();
@@ -311,6 +313,8 @@ async function writePlan(tx: Db, plan: Plan, now: Date): Promise<ImportCounts> {
     statements.push(async () => void (await tx.query(sql("wallets_refresh_last_updated"), [batch])));
   }
   await pipelined(statements);
+  // the watched wallets these statements changed: one wallet.changed event each (src/events/watch.ts)
+  await compareWatched(tx, cause, now);
 
   return {
     lines: plan.lines,

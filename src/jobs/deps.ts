@@ -18,6 +18,7 @@ export function jobRunDeps(
     now: params.now,
     log: params.log,
     sources: params.sources ?? configuredSources(config, params.log),
+    baseUrl: `${config.publicUrl}/api/v1`,
     settings: {
       leaseSeconds: config.jobs.leaseSeconds,
       chunkSize: config.jobs.chunkSize,

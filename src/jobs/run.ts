@@ -8,6 +8,7 @@ import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { settleAll } from "../db/settle.ts";
 import { writeObservations } from "../index/import.ts";
+import { jobEvent } from "../events/jobs.ts";
 import { parseObservationFields, type Observation } from "../index/observations.ts";
 import {
   STAGES,
@@ -32,6 +33,8 @@ export interface JobRunDeps {
   log: Log;
   sources: LiveSource[];
   settings: JobSettings;
+  /** `{base_url}`, for the results_url of job.completed and job.failed events. */
+  baseUrl: string;
 }
 
 /**
@@ -157,7 +160,7 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
           ]),
         );
       }
-      if (result.observations.length > 0) statements.push(writeObservations(tx, result.observations, deps.now()));
+      if (result.observations.length > 0) statements.push(writeObservations(tx, result.observations, deps.now(), "job"));
       await settleAll(statements);
       for (const [name, s] of Object.entries(chunkStats)) count(stats, name as Stage, s.wallets, s.ms);
       count(stats, "write", addresses.length, Math.round(performance.now() - started));
@@ -220,7 +223,13 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     await flushing;
     if (processed < job.total) return "stopped";
     await flushReverseEntries(db, job.id);
-    const [done] = await db.query<{ completed: boolean; matched: number | null }>(sql("jobs_complete"), [job.id, job.owner, deps.now()]);
+    // the job.completed event is written with the completion, or not at all
+    const done = await db.transaction(async (tx) => {
+      const now = deps.now();
+      const [row] = await tx.query<{ completed: boolean; matched: number | null }>(sql("jobs_complete"), [job.id, job.owner, now]);
+      if (row.completed) await jobEvent(tx, { jobId: job.id, type: "job.completed", now, baseUrl: deps.baseUrl });
+      return row;
+    });
     if (!done.completed) return "lease_lost";
     deps.log(`job ${job.id}: completed, ${job.total} wallets, ${done.matched} matched (${JSON.stringify(stats)})`);
     return "completed";
@@ -234,11 +243,25 @@ export async function runJob(deps: JobRunDeps, job: ClaimedJob, options: { shoul
     if (err instanceof UpstreamError) {
       deps.log(`job ${job.id}: failed at ${processed}/${job.total}: ${err.message}`, "warn");
       await flushReverseEntries(db, job.id);
-      const failed = await db.query(sql("jobs_fail"), [job.id, job.owner, err.message, deps.now()]);
-      return failed.length > 0 ? "failed" : "lease_lost";
+      const failed = await failJob(deps, job, err.message);
+      return failed ? "failed" : "lease_lost";
     }
     throw err;
   }
+}
+
+/**
+ * Fails a job held by `job.owner` (nothing is debited) and writes its job.failed event in the same
+ * transaction. `reason` is for operators and never sent. False: the lease was no longer held.
+ */
+export async function failJob(deps: JobRunDeps, job: { id: string; owner: string }, reason: string): Promise<boolean> {
+  return await deps.db.transaction(async (tx) => {
+    const now = deps.now();
+    const failed = await tx.query(sql("jobs_fail"), [job.id, job.owner, reason, now]);
+    if (failed.length === 0) return false;
+    await jobEvent(tx, { jobId: job.id, type: "job.failed", now, baseUrl: deps.baseUrl });
+    return true;
+  });
 }
 
 interface ChunkResult {

@@ -3,7 +3,7 @@
 // taken over and resumed from its last checkpoint.
 import { sql } from "../db/queries.ts";
 import { JOBS_CHANNEL } from "./submit.ts";
-import { flushReverseEntries, runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
+import { failJob, flushReverseEntries, runJob, type ClaimedJob, type JobOutcome, type JobRunDeps, type StageStats } from "./run.ts";
 
 /**
  * A job whose attempts made no progress this many times in a row (the checkpoint never moved)
@@ -65,12 +65,7 @@ export function createWorker(deps: JobRunDeps & { idleMs?: number; owner?: strin
     if (job.stalledAttempts > MAX_ATTEMPTS) {
       deps.log(`job ${job.id}: ${MAX_ATTEMPTS} attempts made no progress at ${job.processed}/${job.total}; failing it`, "warn");
       await flushReverseEntries(deps.db, job.id);
-      await deps.db.query(sql("jobs_fail"), [
-        job.id,
-        owner,
-        `gave up after ${MAX_ATTEMPTS} attempts without progress at ${job.processed}/${job.total}`,
-        deps.now(),
-      ]);
+      await failJob(deps, job, `gave up after ${MAX_ATTEMPTS} attempts without progress at ${job.processed}/${job.total}`);
       return { jobId: job.id, outcome: "failed" as const };
     }
     if (job.processed > 0) deps.log(`job ${job.id}: resuming at ${job.processed}/${job.total} (attempt ${job.attempts})`);

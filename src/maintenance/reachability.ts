@@ -2,6 +2,7 @@
 // first and then the oldest check first, looked up against the X API 100 at a time. Each call's
 // results and its share of the daily count are stored in one transaction, so a run stopped at
 // any point keeps what it did and the next run goes on from there.
+import { changedWallets } from "../events/watch.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { lookupUsers, X_USERS_PER_CALL, type LookupOutcome, type RateLimit, type XUsersClient } from "../sources/x-users.ts";
@@ -113,6 +114,8 @@ export async function recheckReachability(deps: ReachabilityDeps): Promise<Reach
     report.checked_today = await deps.db.transaction(async (tx) => {
       if (found.length > 0) {
         await tx.query(sql("twitter_reachability_upsert_many"), [found.map(([h]) => h), found.map(([, r]) => r), found.map(() => checkedAt)]);
+        // watched wallets whose handle's reachability changed: their wallet.changed events
+        await changedWallets(tx, "maintenance", checkedAt);
       }
       const [{ checked }] = await tx.query<{ checked: number }>(sql("reachability_check_days_add"), [day, batch.length]);
       return checked;

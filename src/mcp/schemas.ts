@@ -118,7 +118,19 @@ const StatsOutput = v.object({
 });
 
 // schemas are converted once per process (see schema())
+const WatchOutput = v.object({
+  added: v.pipe(v.number(), v.description("Addresses newly on the watchlist")),
+  already_watched: v.number(),
+  total: v.pipe(v.number(), v.description("Wallets the account watches now (at most 100,000)")),
+  billed_matches: BilledMatches,
+  quota: Quota,
+});
+
+const UnwatchOutput = v.object({ removed: v.number(), total: v.number(), billed_matches: BilledMatches, quota: Quota });
+
 export const SCHEMAS = {
+  watch: schema(WatchOutput),
+  unwatch: schema(UnwatchOutput),
   wallets: schema(Wallets),
   none: schema(NoArguments),
   resolve: schema(ResolveOutput),

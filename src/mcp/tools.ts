@@ -1,4 +1,4 @@
-// The eight walletid tools on a fresh McpServer per request: each calls the operation its REST
+// The walletid tools (eight, and two for the watchlist) on a fresh McpServer per request: each calls the operation its REST
 // route calls, is metered and recorded under that route's template, and turns refusals into tool
 // errors an agent can act on.
 import { McpServer, type CallToolResult } from "@modelcontextprotocol/server";
@@ -17,6 +17,7 @@ import { lookupWallet } from "../operations/lookup.ts";
 import { isRefused, type Outcome, type Refused } from "../operations/outcome.ts";
 import { reverseFarcaster, reverseTwitter, type ReversePage } from "../operations/reverse.ts";
 import { indexStats } from "../operations/stats.ts";
+import { unwatch, watch } from "../operations/watchlist.ts";
 import { meteringKeyHash, type McpCaller } from "./credentials.ts";
 import { quotaOf, trimmedRecord } from "./results.ts";
 import { SCHEMAS } from "./schemas.ts";
@@ -121,10 +122,12 @@ export const TOOL_NAMES = [
   "walletid_reverse_farcaster",
   "walletid_account_balance",
   "walletid_index_stats",
+  "walletid_watch_wallets",
+  "walletid_unwatch_wallets",
 ] as const;
 
 /**
- * A fresh server with the eight tools, for one request of `caller`. `only`: the request is one
+ * A fresh server with the tools, for one request of `caller`. `only`: the request is one
  * tools/call of that tool, so the server registers just it (a call answers the same either way,
  * and a per-request server need not build the seven others).
  */
@@ -296,6 +299,41 @@ export function buildMcpServer(deps: OperationDeps, caller: McpCaller, only?: st
         if (!stats.ok) return stats;
         const { data, meta, metered } = stats;
         return { ...data, as_of: meta.as_of, billed_matches: 0, quota: quotaOf(metered) };
+      }),
+  );
+
+  if (wanted("walletid_watch_wallets")) server.registerTool(
+    "walletid_watch_wallets",
+    {
+      title: "Watch wallets for identity changes",
+      description:
+        "Add 1 to 1,000 addresses to the account's watchlist (at most 100,000 in all). When a watched wallet's X, farcaster, ENS, lens or github identity, its X handle's reachability or its evidence changes, the account's webhook endpoints subscribed to wallet.changed receive an event (register endpoints with POST /api/v1/webhooks and an API key). Watching is free; rate units: 1. An event whose record shows X or farcaster costs 1 match credit when it is sent (withheld, with field names only, when no credits are left).",
+      inputSchema: SCHEMAS.wallets,
+      outputSchema: SCHEMAS.watch,
+      annotations: { title: "Watch wallets", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    ({ wallets }) =>
+      run(async (meterer) => {
+        const added = await watch(deps, meterer, { entries: wallets, ...normalizeAddressList(wallets) });
+        if (!added.ok) return added;
+        return { ...added.data, billed_matches: 0, quota: quotaOf(added.metered) };
+      }),
+  );
+
+  if (wanted("walletid_unwatch_wallets")) server.registerTool(
+    "walletid_unwatch_wallets",
+    {
+      title: "Stop watching wallets",
+      description: "Remove 1 to 1,000 addresses from the account's watchlist; addresses not on it are ignored. Free; rate units: 1.",
+      inputSchema: SCHEMAS.wallets,
+      outputSchema: SCHEMAS.unwatch,
+      annotations: { title: "Unwatch wallets", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    ({ wallets }) =>
+      run(async (meterer) => {
+        const removed = await unwatch(deps, meterer, { entries: wallets, ...normalizeAddressList(wallets) });
+        if (!removed.ok) return removed;
+        return { ...removed.data, billed_matches: 0, quota: quotaOf(removed.metered) };
       }),
   );
 

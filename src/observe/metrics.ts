@@ -194,6 +194,8 @@ export const metrics = (() => {
     billed: registry.counter("walletid_matches_billed_total", "Match credits billed"),
     workerWallets: registry.counter("walletid_worker_wallets_total", "Wallets the job worker processed, by stage"),
     upstream: registry.counter("walletid_upstream_calls_total", "Calls to live sources by source and outcome (ok, error)"),
+    webhookAttempts: registry.counter("walletid_webhook_attempts_total", "Webhook delivery attempts by outcome: delivered, failed (retried or given up), gone (410: endpoint disabled)"),
+    webhookDeliveries: registry.counter("walletid_webhook_deliveries_total", "Webhook deliveries finished by this process, by outcome: delivered, failed"),
     dbInFlight: { value: 0 },
   };
 })();

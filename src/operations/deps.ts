@@ -9,6 +9,8 @@ import { createUsageRecorder } from "../ledger/usage.ts";
 import { jobRunDeps } from "../jobs/deps.ts";
 import type { JobRunDeps } from "../jobs/run.ts";
 import type { LiveSource, RetryOptions } from "../sources/types.ts";
+import type { Outbound } from "../http/outbound.ts";
+import { secretBox, type SecretBox } from "../webhooks/secrets.ts";
 
 export interface OperationDeps {
   db: Db;
@@ -19,6 +21,10 @@ export interface OperationDeps {
   cursors: CursorSigner;
   /** What running a job needs: small jobs run inline at submission. */
   jobs: JobRunDeps;
+  /** Requests to user-given URLs (webhook endpoints); absent: webhooks cannot be registered. */
+  outbound?: Outbound;
+  /** Seals and opens webhook endpoint secrets. */
+  webhookSecrets: SecretBox;
 }
 
 export function meterDeps(deps: OperationDeps) {
@@ -35,6 +41,7 @@ export function createOperationDeps(params: {
   /** Live sources for jobs; by default those the configuration turns on. */
   sources?: LiveSource[];
   retry?: RetryOptions;
+  outbound?: Outbound;
 }): OperationDeps {
   const log = params.log ?? ((line: string) => console.error(line));
   const now = params.now ?? (() => new Date());
@@ -46,5 +53,7 @@ export function createOperationDeps(params: {
     log,
     cursors: createCursorSigner(params.db, params.config.cursorSecret),
     jobs: jobRunDeps(params.config, { db: params.db, now, log, sources: params.sources, retry: params.retry }),
+    outbound: params.outbound,
+    webhookSecrets: secretBox(params.db, params.config.webhooks.secretKey),
   };
 }

@@ -21,7 +21,7 @@ export const metricsOpenapi: Operation[] = [
     tag: "Service",
     summary: "Prometheus metrics",
     description:
-      "The Prometheus text exposition (format 0.0.4): requests and latency by route template and status, metering outcomes, matches billed, jobs by status with the queue depth and the oldest pending job's age, worker wallets by stage, upstream calls by source and outcome, database statements in flight, and the last maintenance run per task. Never metered. With `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback callers are answered.",
+      "The Prometheus text exposition (format 0.0.4): requests and latency by route template and status, metering outcomes, matches billed, jobs by status with the queue depth and the oldest pending job's age, worker wallets by stage, webhook deliveries by status and attempts by outcome with the queue depth and the oldest due delivery's age, upstream calls by source and outcome, database statements in flight, and the last maintenance run per task. Never metered. With `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback callers are answered.",
     auth: false,
     success: { status: 200, description: "The exposition, `text/plain; version=0.0.4`", text: true },
     errors: [
@@ -61,7 +61,24 @@ function scrapeGauges(deps: OperationDeps): Gauge[] {
   const jobs = () => (jobsRead ??= withTimeout(db.query(sql("jobs_select_metrics"), [deps.now()])));
   let maintenanceRead: Promise<Array<{ task: string; last_success_seconds: number | null; last_status: string | null }>> | undefined;
   const maintenance = () => (maintenanceRead ??= withTimeout(db.query(sql("maintenance_runs_select_metrics"), [])));
+  let webhooksRead: Promise<Array<{ status: string; deliveries: number; oldest_age_seconds: number | null }>> | undefined;
+  const webhooks = () => (webhooksRead ??= withTimeout(db.query(sql("webhook_deliveries_select_metrics"), [deps.now()])));
   return [
+    {
+      name: "walletid_webhook_deliveries",
+      help: "Webhook deliveries by status (pending, delivered, failed)",
+      read: async () => (await webhooks()).map((r) => ({ labels: { status: r.status }, value: Number(r.deliveries) })),
+    },
+    {
+      name: "walletid_webhook_queue_depth",
+      help: "Webhook deliveries pending (due or waiting for a retry)",
+      read: async () => [{ value: Number((await webhooks()).find((r) => r.status === "pending")?.deliveries ?? 0) }],
+    },
+    {
+      name: "walletid_webhook_oldest_pending_age_seconds",
+      help: "How long the oldest due webhook delivery has waited (0 when none)",
+      read: async () => [{ value: Math.max(0, Number((await webhooks()).find((r) => r.status === "pending")?.oldest_age_seconds ?? 0)) }],
+    },
     { name: "walletid_jobs", help: "Jobs by status", read: async () => (await jobs()).map((r) => ({ labels: { status: r.status }, value: Number(r.jobs) })) },
     {
       name: "walletid_job_queue_depth",

@@ -68,7 +68,7 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
   describe("credentials", () => {
     test("no credential: connect and list the tools", async () => {
       const client = await connect("v1", server.url);
-      assert.equal((await client.listTools()).tools.length, 8);
+      assert.equal((await client.listTools()).tools.length, 10);
       await client.close();
     });
 
@@ -289,7 +289,7 @@ eachDatabase("MCP credentials, tool errors and hourly limits", (get) => {
     const list = await rpc(server.url, LIST, headers);
     assert.equal(list.status, 200);
     assert.equal(list.headers.get("content-encoding"), "gzip", "the tool list is over 8 KiB");
-    assert.equal((await body(list)).result.tools.length, 8);
+    assert.equal((await body(list)).result.tools.length, 10);
   });
 
   test("the OpenAPI document and /docs describe POST /mcp", async () => {

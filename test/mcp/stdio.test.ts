@@ -1,4 +1,4 @@
-// npm run --silent mcp:stdio: the same eight tools over standard input and output, keyed by
+// npm run --silent mcp:stdio: the same ten tools over standard input and output, keyed by
 // WALLETID_API_KEY, billing the same ledger as the HTTP server, on both databases.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -38,7 +38,7 @@ async function session(env: Record<string, string>, work: (client: Client) => Pr
 
 async function exercise(client: Client) {
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 8);
+  assert.equal(tools.length, 10);
   const result = (await client.callTool({ name: "walletid_resolve_wallets", arguments: { wallets: [W.full] } })) as any;
   assert.notEqual(result.isError, true, JSON.stringify(result));
   assert.equal(result.structuredContent.billed_matches, 1);

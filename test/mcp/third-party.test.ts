@@ -37,7 +37,7 @@ eachDatabase("MCP Inspector CLI and conformance scenarios", (get) => {
   // the v1 CLI finds its own package.json relative to the working directory: run it from its build folder
   const inspector = (args: string[]) => run(process.execPath, [join(INSPECTOR, "cli.js"), "--cli", `${suite.server.url}/mcp`, "--transport", "http", ...args], INSPECTOR);
 
-  test("the Inspector CLI lists the eight tools", async () => {
+  test("the Inspector CLI lists the ten tools", async () => {
     const out = await inspector(["--method", "tools/list"]);
     assert.equal(out.code, 0, out.stderr);
     const names = JSON.parse(out.stdout).tools.map((t: { name: string }) => t.name);

@@ -18,7 +18,11 @@ const TOOLS = [
   "walletid_reverse_farcaster",
   "walletid_account_balance",
   "walletid_index_stats",
+  "walletid_watch_wallets",
+  "walletid_unwatch_wallets",
 ];
+/** Free tools that change the account's state (not read-only). */
+const WRITING = new Set(["walletid_watch_wallets", "walletid_unwatch_wallets"]);
 const SPENDING = new Set(["walletid_resolve_wallets", "walletid_submit_job", "walletid_reverse_twitter", "walletid_reverse_farcaster"]);
 
 function ok(result: { isError?: boolean; content: Array<{ text?: string }>; structuredContent?: any }) {
@@ -47,14 +51,14 @@ for (const kind of ["v1", "v2"] as ClientKind[]) {
       assert.equal(client.protocolVersion, kind === "v1" ? "2025-11-25" : "2026-07-28");
     });
 
-    test("lists the eight tools with schemas and annotations", async () => {
+    test("lists the ten tools with schemas and annotations", async () => {
       const { tools } = await client.listTools();
       assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOLS].sort());
       for (const tool of tools) {
         assert.ok(tool.title && tool.description && tool.description.length > 80, `${tool.name} has a title and a description`);
         assert.equal((tool.inputSchema as { type: string }).type, "object");
         assert.equal((tool.outputSchema as { type: string }).type, "object", `${tool.name} has an output schema`);
-        assert.equal(tool.annotations?.readOnlyHint, !SPENDING.has(tool.name), `${tool.name} readOnlyHint`);
+        assert.equal(tool.annotations?.readOnlyHint, !SPENDING.has(tool.name) && !WRITING.has(tool.name), `${tool.name} readOnlyHint`);
       }
       const resolve = tools.find((t) => t.name === "walletid_resolve_wallets")!;
       assert.match(resolve.description!, /match credit/);
@@ -169,6 +173,28 @@ for (const kind of ["v1", "v2"] as ClientKind[]) {
       assert.equal(await balance(), before - 2);
       const routes = await routesUsed();
       assert.ok(routes["/v1/reverse/twitter/{handle}"] >= 1 && routes["/v1/reverse/farcaster/{username}"] >= 1);
+    });
+
+    test("walletid_watch_wallets and walletid_unwatch_wallets: the REST data objects, free, one rate unit, recorded as /watchlist", async () => {
+      suite.nextMinute();
+      const before = await balance();
+      const window = await rateWindowOf(get().db, suite.accountId);
+      const added = ok(await client.callTool("walletid_watch_wallets", { wallets: [W.full, W.neverSeen, W.full] }));
+      assert.equal(added.added, 2);
+      assert.equal(added.already_watched, 0);
+      assert.ok(added.total >= 2);
+      assert.equal(added.billed_matches, 0);
+      assert.equal(added.quota.credits_available, before);
+      const again = ok(await client.callTool("walletid_watch_wallets", { wallets: [W.full] }));
+      assert.deepEqual([again.added, again.already_watched, again.total], [0, 1, added.total]);
+      const removed = ok(await client.callTool("walletid_unwatch_wallets", { wallets: [W.full, W.neverSeen] }));
+      assert.deepEqual([removed.removed, removed.total], [2, added.total - 2]);
+      const bad = await client.callTool("walletid_watch_wallets", { wallets: ["0x12"] });
+      assert.equal(bad.isError, true);
+      const after = await rateWindowOf(get().db, suite.accountId);
+      assert.equal(after!.day_used - window!.day_used, 3, "one unit a call let through; the refusal and the balance are free");
+      assert.equal(await balance(), before);
+      assert.ok((await routesUsed())["/v1/watchlist"] >= 3);
     });
 
     test("walletid_account_balance and walletid_index_stats: free, recorded as /usage and /stats", async () => {

@@ -183,7 +183,7 @@ eachDatabase("OAuth tokens on the MCP server", (get) => {
     const first = new StreamableHTTPClientTransport(endpoint, { authProvider: host });
     await client.connect(first);
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 8, "discovery works without a credential");
+    assert.equal(tools.length, 10, "discovery works without a credential");
     await assert.rejects(client.callTool({ name: "walletid_account_balance", arguments: {} }), UnauthorizedError);
     assert.equal(host.redirects, 1, "the 401 sent the host through the consent page");
     assert.ok(host.code, "and brought back a code");
