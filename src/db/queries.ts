@@ -94,6 +94,12 @@ export const QUERY_NAMES = [
   "x402_api_keys_revoke_all",
   "x402_recovery_uses_insert",
   "x402_recovery_uses_prune",
+  "x402_calls_claim",
+  "x402_calls_record_outcome",
+  "x402_calls_select_by_key",
+  "x402_calls_select_open",
+  "x402_calls_select_revenue",
+  "x402_payer_windows_count",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];
