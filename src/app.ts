@@ -28,7 +28,8 @@ import { walletOpenapi, walletRoutes } from "./rest/wallet.ts";
 import { x402Openapi, x402Routes } from "./rest/x402.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
 import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
-import type { PaymentServer } from "./x402/payment.ts";
+import { paymentServerOf, type PaymentServer } from "./x402/payment.ts";
+import { createPerCallDeps } from "./operations/percall.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { OAuthDeps, ResolveHost } from "./oauth/deps.ts";
 import { verifyAccessToken } from "./oauth/grants.ts";
@@ -265,16 +266,19 @@ export function createApp(deps: AppDeps): App {
 
   app.route("/", publicRoutes(operations, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
-  app.route("/", x402Routes({ ...operations, payments: deps.payments }));
+  const payments = deps.payments ?? paymentServerOf(deps.config);
+  app.route("/", x402Routes({ ...operations, payments }));
 
   app.route("/", metricsRoutes(operations, deps.peerAddress));
   app.route("/", mcpRoutes({ operations, verifyAccessToken: verify, peerAddress: deps.peerAddress }));
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
-  v1.route("/", walletRoutes(operations));
-  v1.route("/", batchRoutes(operations));
-  v1.route("/", reverseRoutes(operations));
+  // keyless lookups paid per call over x402 when it is configured
+  const paid = createPerCallDeps(operations, payments);
+  v1.route("/", walletRoutes(paid));
+  v1.route("/", batchRoutes(paid));
+  v1.route("/", reverseRoutes(paid));
   v1.route("/", estimateRoutes(operations));
   v1.route("/", accountRoutes(operations));
   v1.route("/", connectionRoutes(operations));

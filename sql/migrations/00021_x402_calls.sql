@@ -50,10 +50,11 @@ CREATE TABLE x402_payer_windows (
 );
 
 -- Counts p_weight units against the payer's windows under the Developer preset when all three
--- have room (counted true), else counts nothing; answers the preset and the windows' use after.
+-- have room and the list ($4, or null) fits the preset's batch size (outcome ok), else counts
+-- nothing (outcome rate_limited or batch_too_large); answers the preset and the windows' use.
 -- One statement: concurrent calls of one payer, from any process, queue on the payer's row.
-CREATE FUNCTION x402_payer_count(p_payer text, p_now timestamptz, p_weight integer)
-RETURNS TABLE (counted boolean, limit_minute integer, limit_day integer, limit_month integer, max_batch_size integer,
+CREATE FUNCTION x402_payer_count(p_payer text, p_now timestamptz, p_weight integer, p_list_size integer)
+RETURNS TABLE (outcome text, limit_minute integer, limit_day integer, limit_month integer, max_batch_size integer,
                used_minute integer, used_day integer, used_month integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -77,10 +78,16 @@ BEGIN
   used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
   used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
   used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
-  counted := used_minute + p_weight <= coalesce(limit_minute, 2147483647)
-         AND used_day + p_weight <= coalesce(limit_day, 2147483647)
-         AND used_month + p_weight <= coalesce(limit_month, 2147483647);
-  IF counted THEN
+  IF p_list_size IS NOT NULL AND p_list_size > coalesce(max_batch_size, 2147483647) THEN
+    outcome := 'batch_too_large';
+  ELSIF used_minute + p_weight <= coalesce(limit_minute, 2147483647)
+        AND used_day + p_weight <= coalesce(limit_day, 2147483647)
+        AND used_month + p_weight <= coalesce(limit_month, 2147483647) THEN
+    outcome := 'ok';
+  ELSE
+    outcome := 'rate_limited';
+  END IF;
+  IF outcome = 'ok' THEN
     used_minute := used_minute + p_weight;
     used_day := used_day + p_weight;
     used_month := used_month + p_weight;

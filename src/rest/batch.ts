@@ -10,7 +10,11 @@ import { requestMeterer } from "../http/request-meter.ts";
 import { batchRowJson } from "../http/render.ts";
 import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
-import { lookupBatch } from "../operations/batch.ts";
+import { BATCH_ROUTE, lookupBatch } from "../operations/batch.ts";
+import type { PerCallDeps } from "../operations/percall.ts";
+import { invalidAddress } from "../http/errors.ts";
+import { answerPaid, paysPerCall, type PaidRoute } from "./paid.ts";
+import type { WalletView } from "../index/records.ts";
 import { meterDeps, type OperationDeps } from "../operations/deps.ts";
 
 export const batchOpenapi: Operation[] = [
@@ -35,11 +39,61 @@ export const batchOpenapi: Operation[] = [
   },
 ];
 
-export function batchRoutes(deps: OperationDeps) {
+/** POST /batch paid per call: at most one match per unique address. */
+export const batchPaidRoute: PaidRoute = {
+  method: "POST",
+  pattern: "/batch",
+  description: "walletid: the social identities attached to a list of wallets; billed per unique wallet that resolves to twitter or farcaster (meta.matched)",
+  discovery: {
+    bodyType: "json",
+    input: { wallets: ["0xd8da6bf26964af9d7eed9e03e53415d37aa96045", "0x0000000000000000000000000000000000000001"] },
+    inputSchema: {
+      properties: { wallets: { type: "array", items: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" }, minItems: 1 } },
+      required: ["wallets"],
+    },
+    output: {
+      example: {
+        data: [{ wallet: "0xd8da6bf26964af9d7eed9e03e53415d37aa96045", twitter: { handle: "vitalikbuterin" } }, null],
+        meta: { requested: 2, found: 1, not_found: 1, matched: 1 },
+      },
+    },
+  },
+};
+
+/** The batch body: one entry per unique address, and the counts; `matched` as metering counted it. */
+function batchPayload(unique: string[], views: Map<string, WalletView>, matched: number): { payload: string; matched: number } {
+  const data = unique.map((address) => {
+    const view = views.get(address);
+    return view && view.found ? batchRowJson(view) : null;
+  });
+  const found = data.filter((row) => row !== null).length;
+  const billed = Math.min(matched, found);
+  return { payload: JSON.stringify({ data, meta: { requested: unique.length, found, not_found: unique.length - found, matched: billed } }), matched: billed };
+}
+
+export function batchRoutes(deps: PerCallDeps) {
   const app = new Hono();
 
   app.post("/batch", async (c) => {
     const { document, entries, unique, invalid, invalidCount } = await readWalletList(c.req.raw, { maxBytes: ONE_MB, label: "1 MiB" });
+    if (paysPerCall(c, deps)) {
+      // malformed entries are refused before any challenge: nobody signs for a 400. An
+      // Idempotency-Key is not needed: one payment runs one call
+      if (invalid.length > 0) throw invalidAddress(invalid, invalidCount);
+      return await answerPaid(
+        c,
+        deps,
+        batchPaidRoute,
+        {
+          route: BATCH_ROUTE,
+          maxMatches: unique.length,
+          run: (meterer) => lookupBatch(deps, meterer, { entries, unique, invalid, invalidCount }),
+          // the matches the answer shows in meta.matched
+          billed: (r) => batchPayload(unique, r.views, r.metered.matched).matched,
+        },
+        (r) => c.body(batchPayload(unique, r.views, r.metered.matched).payload, 200, { "Content-Type": "application/json" }),
+      );
+    }
     const idempotencyKey = c.req.header("Idempotency-Key");
     if (idempotencyKey !== undefined && !v.is(IdempotencyKey, idempotencyKey)) {
       throw new ApiError(400, "INVALID_REQUEST", "Idempotency-Key must be 1 to 255 visible ASCII characters");
@@ -73,16 +127,8 @@ export function batchRoutes(deps: OperationDeps) {
     }
 
     try {
-      const data = unique.map((address) => {
-        const view = views.get(address);
-        return view && view.found ? batchRowJson(view) : null;
-      });
-      const found = data.filter((row) => row !== null).length;
       // matched is what meter_call counted and debited with the same x_or_farcaster predicate
-      const payload = JSON.stringify({
-        data,
-        meta: { requested: unique.length, found, not_found: unique.length - found, matched: Math.min(metered.matched, found) },
-      });
+      const { payload } = batchPayload(unique, views, metered.matched);
       await storeIdempotentResponse(meterDeps(deps), metered, { status: 200, body: payload });
       return c.body(payload, 200, { "Content-Type": "application/json" });
     } catch (err) {

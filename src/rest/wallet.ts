@@ -1,12 +1,15 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
 import { Hono, type Context } from "hono";
+import * as v from "valibot";
 import type { WalletView } from "../index/records.ts";
 import { requestMeterer } from "../http/request-meter.ts";
 import { walletRecordJson } from "../http/render.ts";
 import { WalletLookupResponse, WalletParams } from "../http/schemas.ts";
 import type { Operation } from "../openapi/operation.ts";
 import { meterDeps, type OperationDeps } from "../operations/deps.ts";
-import { lookupWallet } from "../operations/lookup.ts";
+import { lookupWallet, WALLET_ROUTE } from "../operations/lookup.ts";
+import type { PerCallDeps } from "../operations/percall.ts";
+import { answerPaid, paysPerCall, type PaidRoute } from "./paid.ts";
 
 export const walletOpenapi: Operation[] = [
   {
@@ -51,10 +54,37 @@ export function lookupResponse(c: Context, address: string, view: WalletView | u
   });
 }
 
-export function walletRoutes(deps: OperationDeps) {
+/** GET /wallet/{address} paid per call: at most one match. */
+export const walletPaidRoute: PaidRoute = {
+  method: "GET",
+  pattern: "/wallet/:address",
+  description: "walletid: the social identities (twitter, farcaster, ens, lens, github) attached to one wallet; billed only when it resolves to twitter or farcaster",
+  discovery: {
+    pathParams: { address: "0xd8da6bf26964af9d7eed9e03e53415d37aa96045" },
+    pathParamsSchema: { properties: { address: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } }, required: ["address"] },
+    output: {
+      example: {
+        data: { wallet: "0xd8da6bf26964af9d7eed9e03e53415d37aa96045", twitter: { handle: "vitalikbuterin" }, ens_name: "vitalik.eth" },
+        meta: { wallet: "0xd8da6bf26964af9d7eed9e03e53415d37aa96045", found: true, last_updated: "2026-01-01T00:00:00.000Z", stale: false },
+      },
+    },
+  },
+};
+
+export function walletRoutes(deps: PerCallDeps) {
   const app = new Hono();
 
   app.get("/wallet/:address", async (c) => {
+    // a malformed address is refused before any challenge: nobody signs for a 400
+    if (paysPerCall(c, deps) && v.is(WalletParams, { address: c.req.param("address") })) {
+      return await answerPaid(
+        c,
+        deps,
+        walletPaidRoute,
+        { route: WALLET_ROUTE, maxMatches: 1, run: (meterer) => lookupWallet(deps, meterer, c.req.param("address")), billed: (r) => r.metered.matched },
+        (r) => lookupResponse(c, r.address, r.view),
+      );
+    }
     const looked = await lookupWallet(deps, requestMeterer(c, meterDeps(deps)), c.req.param("address"));
     if (!looked.ok) throw looked.refusal;
     return lookupResponse(c, looked.address, looked.view);
