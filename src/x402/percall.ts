@@ -139,6 +139,30 @@ export async function recordCall(
   return row;
 }
 
+/** A paid call whose settlement outcome is not known, for an operator to check on chain. */
+export interface OpenCall {
+  id: string;
+  state: "claimed" | "unknown";
+  payer: string;
+  route: string;
+  max_amount: string;
+  matches: number | null;
+  amount: string | null;
+  tx_hash: string | null;
+  reason: string | null;
+  claimed_at: Date;
+}
+
+/** Calls `unknown`, and calls still `claimed` after two settlement timeouts (their process stopped). */
+export async function openCalls(db: Db, now: Date): Promise<OpenCall[]> {
+  return await db.query<OpenCall & Record<string, unknown>>(sql("x402_calls_select_open"), [new Date(now.getTime() - 2 * MAX_TIMEOUT_SECONDS * 1000)]);
+}
+
+/** Per-call revenue by route since `since`: settled calls, the matches they billed and the atomic units that moved. */
+export async function revenueSince(db: Db, since: Date): Promise<Array<{ route: string; calls: number; matches: number; amount: string }>> {
+  return await db.query(sql("x402_calls_select_revenue"), [since]);
+}
+
 type CountRow = {
   outcome: "ok" | "rate_limited" | "batch_too_large";
   limit_minute: number | null;
