@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import * as v from "valibot";
 import { sha256Hex } from "../ledger/keys.ts";
 import { canonicalJson, ONE_MB, readWalletList } from "../http/body.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError, invalidAddress } from "../http/errors.ts";
 import { releaseIdempotencyClaim, storeIdempotentResponse } from "../http/meter.ts";
 import { requestMeterer } from "../http/request-meter.ts";
 import { batchRowJson } from "../http/render.ts";
@@ -12,7 +12,6 @@ import { BatchResponse, IdempotencyKey, WalletListBody } from "../http/schemas.t
 import type { Operation } from "../openapi/operation.ts";
 import { BATCH_ROUTE, lookupBatch } from "../operations/batch.ts";
 import type { PerCallDeps } from "../operations/percall.ts";
-import { invalidAddress } from "../http/errors.ts";
 import { answerPaid, paysPerCall, type PaidRoute } from "./paid.ts";
 import type { WalletView } from "../index/records.ts";
 import { meterDeps, type OperationDeps } from "../operations/deps.ts";

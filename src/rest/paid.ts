@@ -74,7 +74,8 @@ export async function answerPaid<T extends object>(
         [requirements],
         resource,
         reason ?? "Payment required",
-        declareDiscoveryExtension(route.discovery),
+        // the declaration completed with the method and path parameters, as @x402/core's HTTP server does
+        payments.resource.enrichExtensions(declareDiscoveryExtension(route.discovery), transport),
         transport,
       );
       c.header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(required));

@@ -85,7 +85,10 @@ export function reverseRoutes(deps: PerCallDeps) {
 
   app.get("/reverse/twitter/:handle", async (c) => {
     const { cursor } = v.parse(ReverseQuery, { cursor: c.req.query("cursor") });
-    if (paysPerCall(c, deps) && v.is(ReverseTwitterParams, { handle: c.req.param("handle") })) {
+    if (paysPerCall(c, deps)) {
+      // a malformed handle is refused before any challenge: nobody signs for a 400
+      const handle = v.safeParse(ReverseTwitterParams, { handle: c.req.param("handle") });
+      if (!handle.success) throw new ApiError(400, "INVALID_HANDLE", handle.issues[0].message);
       return await answerPaid(
         c,
         deps,

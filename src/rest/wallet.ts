@@ -1,6 +1,7 @@
 // GET /wallet/{address}: one address, 1 rate unit, 1 match credit when it resolves to twitter or farcaster.
 import { Hono, type Context } from "hono";
 import * as v from "valibot";
+import { invalidAddress } from "../http/errors.ts";
 import type { WalletView } from "../index/records.ts";
 import { requestMeterer } from "../http/request-meter.ts";
 import { walletRecordJson } from "../http/render.ts";
@@ -75,8 +76,9 @@ export function walletRoutes(deps: PerCallDeps) {
   const app = new Hono();
 
   app.get("/wallet/:address", async (c) => {
-    // a malformed address is refused before any challenge: nobody signs for a 400
-    if (paysPerCall(c, deps) && v.is(WalletParams, { address: c.req.param("address") })) {
+    if (paysPerCall(c, deps)) {
+      // a malformed address is refused before any challenge: nobody signs for a 400
+      if (!v.is(WalletParams, { address: c.req.param("address") })) throw invalidAddress([c.req.param("address")]);
       return await answerPaid(
         c,
         deps,
