@@ -24,14 +24,21 @@ export const batchOpenapi: Operation[] = [
     tag: "Lookups",
     summary: "Look up a list of wallets",
     description:
-      "Up to the plan's `max_batch_size` addresses (body at most 1 MiB, 1,048,576 bytes, measured on bytes read). Duplicates are removed; `data` has one entry per unique address in submission order, a batch row or null; index results by `wallet`. Body size and shape are checked before authentication (no rate-limit headers on those rejections). Cost: 1 match credit per unique address that resolves to twitter or farcaster (`meta.matched`); rate weight 1 per address submitted, before deduplication.",
+      "Up to the plan's `max_batch_size` addresses (body at most 1 MiB, 1,048,576 bytes, measured on bytes read). Duplicates are removed; `data` has one entry per unique address in submission order, a batch row or null; index results by `wallet`. Body size and shape are checked before authentication (no rate-limit headers on those rejections). Cost: 1 match credit per unique address that resolves to twitter or farcaster (`meta.matched`); rate weight 1 per address submitted, before deduplication. Without Authorization, on a server with x402 configured: paid per call (x402 `upto`, see `x-payment-info`): the call answers 402 with a challenge for its ceiling, and the paid retry settles only the matches the answer bills (a miss costs nothing), limited per paying wallet as the Developer preset.",
     auth: true,
+    // the Developer preset's max_batch_size (00002_ledger.sql): a paying wallet's list limit
+    paidPerCall: { maxMatches: 50 },
     headers: { "Idempotency-Key": IdempotencyKey },
     body: WalletListBody,
     success: { status: 200, description: "One entry per unique address", schema: BatchResponse, headers: ["Idempotent-Replayed"] },
     errors: [
       { status: 400, codes: ["INVALID_REQUEST", "INVALID_ADDRESS", "BATCH_SIZE_EXCEEDED"] },
-      { status: 402, codes: ["NO_CREDITS"] },
+      {
+        status: 402,
+        codes: ["NO_CREDITS", "PAYMENT_REQUIRED"],
+        headers: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"],
+        description: "No match credits left on the key's account (NO_CREDITS); or, with no Authorization on a server with x402 configured, payment required per call (PAYMENT_REQUIRED: the x402 `upto` challenge in PAYMENT-REQUIRED; after a refused payment, the reason in the body and PAYMENT-RESPONSE)",
+      },
       { status: 409, codes: ["IDEMPOTENCY_KEY_REUSED"] },
       { status: 413, codes: ["INVALID_REQUEST"] },
     ],

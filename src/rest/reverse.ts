@@ -29,14 +29,20 @@ export const reverseOpenapi: Operation[] = [
     operationId: "reverseTwitter",
     tag: "Reverse lookups",
     summary: "Wallets holding a twitter handle",
-    description: `Every wallet the index links to the handle, through any evidence route; each row's \`sources\` says what backs it and \`twitter\` shows the handle asked for. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2.`,
+    description: `Every wallet the index links to the handle, through any evidence route; each row's \`sources\` says what backs it and \`twitter\` shows the handle asked for. ${PAGING} Cost: 1 match credit per wallet returned; rate weight 2. Without Authorization, on a server with x402 configured: paid per call (x402 \`upto\`, see \`x-payment-info\`): the call answers 402 with a challenge for its ceiling, and the paid retry settles only the matches the answer bills (a miss costs nothing), limited per paying wallet as the Developer preset.`,
     auth: true,
+    paidPerCall: { maxMatches: 100 },
     params: ReverseTwitterParams,
     query: ReverseQuery,
     success: { status: 200, description: "One page of wallets; data is [] when nobody holds the handle", schema: ReverseTwitterResponse },
     errors: [
       { status: 400, codes: ["INVALID_HANDLE", "INVALID_CURSOR"] },
-      { status: 402, codes: ["NO_CREDITS"] },
+      {
+        status: 402,
+        codes: ["NO_CREDITS", "PAYMENT_REQUIRED"],
+        headers: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"],
+        description: "No match credits left on the key's account (NO_CREDITS); or, with no Authorization on a server with x402 configured, payment required per call (PAYMENT_REQUIRED: the x402 `upto` challenge in PAYMENT-REQUIRED; after a refused payment, the reason in the body and PAYMENT-RESPONSE)",
+      },
     ],
   },
   {

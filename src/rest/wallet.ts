@@ -20,8 +20,9 @@ export const walletOpenapi: Operation[] = [
     tag: "Lookups",
     summary: "Look up one wallet",
     description:
-      "The identities attached to one address. A wallet with nothing attached is a 200 with `data: null` and `meta.found: false` (`meta.checked_at` is a timestamp when checked and found empty, null when never seen). Stale records carry `X-Data-Staleness` and `X-Last-Updated`. Cost: 1 match credit when the wallet resolves to twitter or farcaster; rate weight 1. A malformed address costs nothing.",
+      "The identities attached to one address. A wallet with nothing attached is a 200 with `data: null` and `meta.found: false` (`meta.checked_at` is a timestamp when checked and found empty, null when never seen). Stale records carry `X-Data-Staleness` and `X-Last-Updated`. Cost: 1 match credit when the wallet resolves to twitter or farcaster; rate weight 1. A malformed address costs nothing. Without Authorization, on a server with x402 configured: paid per call (x402 `upto`, see `x-payment-info`): the call answers 402 with a challenge for its ceiling, and the paid retry settles only the matches the answer bills (a miss costs nothing), limited per paying wallet as the Developer preset.",
     auth: true,
+    paidPerCall: { maxMatches: 1 },
     params: WalletParams,
     success: {
       status: 200,
@@ -31,7 +32,12 @@ export const walletOpenapi: Operation[] = [
     },
     errors: [
       { status: 400, codes: ["INVALID_ADDRESS"] },
-      { status: 402, codes: ["NO_CREDITS"] },
+      {
+        status: 402,
+        codes: ["NO_CREDITS", "PAYMENT_REQUIRED"],
+        headers: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"],
+        description: "No match credits left on the key's account (NO_CREDITS); or, with no Authorization on a server with x402 configured, payment required per call (PAYMENT_REQUIRED: the x402 `upto` challenge in PAYMENT-REQUIRED; after a refused payment, the reason in the body and PAYMENT-RESPONSE)",
+      },
     ],
   },
 ];

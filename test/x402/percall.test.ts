@@ -121,6 +121,25 @@ eachDatabase("x402 pay per call", (get) => {
     assertErrorBody(await expectStatus(await fetch(`${server.url}/api/v1/wallet/0x123`), 400), "INVALID_ADDRESS");
   });
 
+  test("the OpenAPI document gives each paid operation its 402 PAYMENT_REQUIRED and x-payment-info (price a match)", async () => {
+    const doc = (await expectStatus(await fetch(`${server.url}/api/v1/openapi.json`), 200)).body;
+    const paid = [
+      ["/wallet/{address}", "get", 1],
+      ["/batch", "post", 50],
+      ["/reverse/twitter/{handle}", "get", 100],
+    ] as const;
+    for (const [path, method, maxMatches] of paid) {
+      const op = doc.paths[path][method];
+      assert.match(op.responses["402"].description, /PAYMENT_REQUIRED/, path);
+      assert.ok(op.responses["402"].headers["PAYMENT-REQUIRED"], path);
+      assert.equal(op["x-payment-info"].price.per_match, "0.083334", path);
+      assert.equal(op["x-payment-info"].price.min, "0.000000", path);
+      assert.equal(op["x-payment-info"].protocols[0].x402.scheme, "upto", path);
+      assert.equal(op["x-payment-info"].protocols[0].x402.max_matches, maxMatches, path);
+    }
+    assert.equal(doc.paths["/reverse/farcaster/{username}"].get["x-payment-info"], undefined);
+  });
+
   test("a matched lookup moves exactly the per-match price and answers PAYMENT-RESPONSE; no account is debited", async () => {
     const payer = await newPayer(facilitator, 1_000_000n);
     const before = facilitator.token.balanceOf(PAY_TO);
