@@ -8,14 +8,15 @@
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
 // keeps the figures.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH]
 //
 // --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
 // rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
-// them all. The rounds are bench/rounds.ts.
+// them all. The rounds are bench/rounds.ts. percall (bench/percall.ts: single lookups paid per call over
+// x402 against key-metered ones, on one server) runs only when asked for by --case percall.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -42,6 +43,7 @@ import {
 } from "./lookup.ts";
 import { benchMcp, printMcpReport } from "./mcp.ts";
 import { printPurchaseReport, runPurchaseCase } from "./purchase.ts";
+import { printPercallReport, runPercallCase } from "./percall.ts";
 import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type CaseSummary } from "./report.ts";
 import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
@@ -50,7 +52,7 @@ import { ROOT, startServer, type ChildServer } from "./servers.ts";
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 
-const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "percall"] as const;
 type Group = (typeof GROUPS)[number];
 
 interface Settings {
@@ -123,13 +125,15 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   mcp: "mcp-results.json",
   job: "job-results.json",
   purchase: "purchase-results.json",
+  percall: "percall-results.json",
 };
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
   const startedAt = performance.now();
   const log = (line: string) => console.log(line);
-  const runs = (group: Group) => settings.case === "all" || settings.case === group;
+  // percall only when asked for: it adds minutes of paid calls to a full run
+  const runs = (group: Group) => settings.case === group || (settings.case === "all" && group !== "percall");
 
   const index = await prepareIndex({
     serverUrl: SERVER_URL,
@@ -252,6 +256,21 @@ async function main(): Promise<number> {
       }),
     );
 
+    const percall = await attempt("percall", () =>
+      runPercallCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        serverEntry: settings.serverEntry,
+        apiKey: first.apiKey,
+        wallets: settings.wallets,
+        clients: settings.purchaseClients,
+        seconds: settings.durationSeconds,
+        rounds: settings.rounds,
+        startServer: start,
+        log,
+      }),
+    );
+
     // everything side by side at the end, where the run's last screen shows it
     const byId = Object.fromEntries(summaries.map((s) => [s.id, s])) as Partial<Record<CaseId, CaseSummary>>;
     const ratios = ratioLines(byId);
@@ -282,6 +301,10 @@ async function main(): Promise<number> {
       log("");
       printPurchaseReport(purchase, log);
     }
+    if (percall) {
+      log("");
+      printPercallReport(percall, log);
+    }
     const targets = checkTargets({ cases: byId, mcp, job, failed });
     log("");
     printTargets(targets, log);
@@ -297,6 +320,7 @@ async function main(): Promise<number> {
       mcp,
       job,
       purchase,
+      percall,
       failed,
       targets,
     };
