@@ -29,6 +29,12 @@ export interface PercallWindow {
   failures: number;
   /** Paid calls that billed a match (settled); the rest were misses (nothing settled). */
   settled: number;
+  /**
+   * From the server's Server-Timing on both responses of a paid call (the 402 and the paid
+   * retry): milliseconds of the service's own wall time, and of its waits on the facilitator, a call.
+   */
+  serviceMsPerCall: number | undefined;
+  facilitatorWaitMsPerCall: number | undefined;
   serverCpuMsPerCall: number | undefined;
   facilitatorCpuMsPerCall: number | undefined;
   postgresCpuMsPerCall: number | undefined;
@@ -72,6 +78,17 @@ async function startFacilitatorProcess(): Promise<{ url: string; pid: number | u
   };
 }
 
+/** Server-Timing totals of the responses a paying client received. */
+const serverTiming = { service: 0, facilitator: 0 };
+
+/** fetch that adds up the Server-Timing of every response (the 402 and the paid retry alike). */
+const timedFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+  const res = await fetch(input, init);
+  const header = res.headers.get("Server-Timing") ?? "";
+  for (const m of header.matchAll(/(service|facilitator);dur=([\d.]+)/g)) serverTiming[m[1] as "service" | "facilitator"] += Number(m[2]);
+  return res;
+}) as typeof fetch;
+
 /** A paying client that moves to a fresh funded wallet every CALLS_PER_WALLET calls. */
 function payingClient(facilitatorUrl: string) {
   let pay: typeof fetch | undefined;
@@ -86,7 +103,7 @@ function payingClient(facilitatorUrl: string) {
       });
       if (!res.ok) throw new Error(`Cannot fund a bench wallet: faucet answered ${res.status}`);
       const client = new x402Client().register("eip155:8453", new UptoEvmScheme(account)).register("eip155:8453", new ExactEvmScheme(account));
-      pay = wrapFetchWithPayment(fetch, client);
+      pay = wrapFetchWithPayment(timedFetch, client);
       used = 0;
     }
     used++;
@@ -130,6 +147,7 @@ export async function runPercallCase(options: {
       let settled = 0;
       const cpu = await startCpuWindow(options.db, target.pid);
       const facilitatorBefore = facilitator.pid ? processCpuMicros(facilitator.pid) : undefined;
+      const timingBefore = { ...serverTiming };
       const started = performance.now();
       const stopAt = started + options.seconds * 1000;
       await Promise.all(
@@ -162,6 +180,8 @@ export async function runPercallCase(options: {
         p99Ms: percentile(latencies, 99),
         failures,
         settled,
+        serviceMsPerCall: mode === "paid" && calls > 0 ? (serverTiming.service - timingBefore.service) / calls : undefined,
+        facilitatorWaitMsPerCall: mode === "paid" && calls > 0 ? (serverTiming.facilitator - timingBefore.facilitator) / calls : undefined,
         serverCpuMsPerCall: perCall(figures.serverMicros),
         facilitatorCpuMsPerCall: perCall(facilitatorBefore !== undefined && facilitatorAfter !== undefined ? facilitatorAfter - facilitatorBefore : undefined),
         postgresCpuMsPerCall: perCall(figures.postgresMicros),
@@ -192,7 +212,9 @@ function describeWindow(w: PercallWindow): string {
   return (
     `${w.mode === "paid" ? "paid per call" : "key-metered  "}: ${w.callsPerSecond.toFixed(1)} calls/s (${w.calls}, ${w.failures} failed), p50 ${w.p50Ms.toFixed(1)} ms, p99 ${w.p99Ms.toFixed(1)} ms; ` +
     `CPU a call: walletid ${ms(w.serverCpuMsPerCall)}, facilitator ${ms(w.facilitatorCpuMsPerCall)}, PostgreSQL ${ms(w.postgresCpuMsPerCall)}` +
-    (w.mode === "paid" ? `; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing` : "")
+    (w.mode === "paid"
+      ? `; Server-Timing a call: service ${ms(w.serviceMsPerCall)}, facilitator waits ${ms(w.facilitatorWaitMsPerCall)}; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing`
+      : "")
   );
 }
 
@@ -210,8 +232,12 @@ export function printPercallReport(r: PercallReport, log: (line: string) => void
   log(`per call (${r.clients} clients): paid ${rate(paid).toFixed(1)} calls/s against key-metered ${rate(key).toFixed(1)} calls/s (ratio ${(rate(paid) / rate(key)).toFixed(3)})`);
   log(
     `  walletid CPU a call: paid ${ms(serverPaid)} (the 402 and the paid retry, its facilitator requests included), key ${ms(serverKey)}; ` +
-      `the paid call's own share beyond a key's: ${ms(serverPaid !== undefined && serverKey !== undefined ? serverPaid - serverKey : undefined)}` +
-      `${serverPaid !== undefined && serverPaid < 1 ? " (under 1 ms: met)" : serverPaid !== undefined ? " (1 ms or more: missed)" : ""}`,
+      `the paid call's CPU beyond a key's: ${ms(serverPaid !== undefined && serverKey !== undefined ? serverPaid - serverKey : undefined)}`,
+  );
+  const service = mean(paid.map((w) => w.serviceMsPerCall));
+  log(
+    `  Server-Timing a paid call (402 + paid retry): the service's own time ${ms(service)}, its waits on the facilitator ${ms(mean(paid.map((w) => w.facilitatorWaitMsPerCall)))}` +
+      `${service !== undefined ? (service < 1 ? " (own share under 1 ms: met)" : " (own share 1 ms or more: missed)") : ""}`,
   );
   log(`  facilitator CPU a paid call: ${ms(mean(paid.map((w) => w.facilitatorCpuMsPerCall)))}; PostgreSQL a call: paid ${ms(mean(paid.map((w) => w.postgresCpuMsPerCall)))}, key ${ms(mean(key.map((w) => w.postgresCpuMsPerCall)))}`);
 }

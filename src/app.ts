@@ -147,7 +147,7 @@ export function headRequests(log: Log): MiddlewareHandler {
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE, Server-Timing",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */

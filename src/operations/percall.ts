@@ -38,6 +38,8 @@ export interface PaidCall<T extends object> {
 /** What the payer is asked to sign: a fresh challenge; `reason` says why the last payment was refused. */
 export interface CallPaymentRequired {
   kind: "payment_required";
+  /** Time spent waiting on the facilitator, in milliseconds (for Server-Timing). */
+  facilitatorMs: number;
   payments: PaymentServer;
   requirements: PaymentRequirements;
   reason?: string;
@@ -47,7 +49,7 @@ export interface CallPaymentRequired {
 export type PaidCallResult<T extends object> =
   | CallPaymentRequired
   /** The answer; `paymentResponse` when money moved (absent for a miss). */
-  | { kind: "answered"; result: T & { metered: Metered }; matches: number; amount: bigint; paymentResponse?: SettleResponse }
+  | { kind: "answered"; result: T & { metered: Metered }; matches: number; amount: bigint; paymentResponse?: SettleResponse; facilitatorMs: number }
   /** The operation's own refusal (bad input, rate limit): nothing was settled. */
   | { kind: "refused"; refusal: ApiError };
 
@@ -61,24 +63,40 @@ const unavailable = (what: string) =>
  */
 export async function payPerCall<T extends object>(deps: PerCallDeps, call: PaidCall<T>): Promise<PaidCallResult<T>> {
   const payments = deps.payments!;
-  const facilitator = await facilitatorAddress(payments);
+  // the facilitator's share of the call's time, kept apart from the service's own
+  let facilitatorMs = 0;
+  const timed = async <R>(work: Promise<R>): Promise<R> => {
+    const started = performance.now();
+    try {
+      return await work;
+    } finally {
+      facilitatorMs += performance.now() - started;
+    }
+  };
+  const facilitator = await timed(facilitatorAddress(payments));
   if (!facilitator) throw unavailable("cannot be reached");
   const requirements = callRequirements(payments.payTo, facilitator, deps.price, Math.max(1, call.maxMatches));
-  const asked: CallPaymentRequired = { kind: "payment_required", payments, requirements };
-  if (!call.paymentSignature) return asked;
+  const asked = (more: { reason?: string; settled?: SettleResponse } = {}): CallPaymentRequired => ({
+    kind: "payment_required",
+    payments,
+    requirements,
+    facilitatorMs,
+    ...more,
+  });
+  if (!call.paymentSignature) return asked();
 
   const decoded = decodeCallPayment(call.paymentSignature);
   if (!decoded.ok) throw new ApiError(400, "INVALID_PAYMENT", `Cannot read PAYMENT-SIGNATURE: ${decoded.reason}`);
   // the server's own requirements for this call, never the client's echo
   const matched = payments.resource.findMatchingRequirements([requirements], decoded.payload);
-  if (!matched) return { ...asked, reason: "no_matching_payment_requirements" };
+  if (!matched) return asked({ reason: "no_matching_payment_requirements" });
 
-  const verified = await verifyPayment(payments, decoded.payload, matched);
+  const verified = await timed(verifyPayment(payments, decoded.payload, matched));
   if (!verified.ok && "unavailable" in verified) {
     deps.log(`x402 per call verify: the facilitator is unavailable: ${verified.unavailable}`, "warn");
     throw unavailable("is unavailable");
   }
-  if (!verified.ok) return { ...asked, reason: verified.reason };
+  if (!verified.ok) return asked({ reason: verified.reason });
 
   const id = crypto.randomUUID();
   const key = callReplayKey(matched, decoded);
@@ -91,7 +109,7 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
     maxAmount: matched.amount,
     now: deps.now(),
   });
-  if (!claimed) return { ...asked, reason: "payment_already_used" };
+  if (!claimed) return asked({ reason: "payment_already_used" });
 
   let outcome: Outcome<T & { metered: Metered }>;
   try {
@@ -110,13 +128,13 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
   if (matches === 0) {
     // a miss costs nothing: no settlement, the authorization is left unused
     await recordCall(deps.db, { id, state: "free", matches: 0, amount: 0n, now: deps.now() });
-    return { kind: "answered", result: outcome, matches, amount };
+    return { kind: "answered", result: outcome, matches, amount, facilitatorMs };
   }
 
-  const settled = await settlePayment(payments, decoded.payload, matched, amount);
+  const settled = await timed(settlePayment(payments, decoded.payload, matched, amount));
   if (settled.state === "failed") {
     await recordCall(deps.db, { id, state: "failed", matches, reason: settled.reason, now: deps.now() });
-    return { ...asked, reason: settled.reason, settled: settled.response };
+    return asked({ reason: settled.reason, settled: settled.response });
   }
   if (settled.state === "unknown") {
     deps.log(`x402 paid call ${id}: settlement outcome unknown (${settled.reason}); kept for reconciliation (admin x402 calls)`, "warn");
@@ -133,5 +151,5 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
     // the money moved: the answer is owed; the row stays claimed and reconciliation finds it
     deps.log(`x402 paid call ${id} (tx ${response.transaction}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`, "error");
   });
-  return { kind: "answered", result: outcome, matches, amount, paymentResponse: response };
+  return { kind: "answered", result: outcome, matches, amount, paymentResponse: response, facilitatorMs };
 }

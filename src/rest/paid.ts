@@ -24,6 +24,14 @@ export const DISCOVERY_TAGS = ["identity", "wallets", "web3", "social"];
 
 const registered = new WeakSet<PaymentServer>();
 
+// a route's Bazaar declaration is the same on every challenge: built once
+const declarations = new WeakMap<PaidRoute, ReturnType<typeof declareDiscoveryExtension>>();
+function declarationOf(route: PaidRoute): ReturnType<typeof declareDiscoveryExtension> {
+  let declared = declarations.get(route);
+  if (!declared) declarations.set(route, (declared = declareDiscoveryExtension(route.discovery)));
+  return declared;
+}
+
 /** Whether a request is paid per call: x402 on and no Authorization (a sent credential is checked as today). */
 export function paysPerCall(c: Context, deps: PerCallDeps): boolean {
   return deps.payments !== undefined && !c.req.header("Authorization");
@@ -46,7 +54,11 @@ export async function answerPaid<T extends object>(
   call: Omit<PaidCall<T>, "paymentSignature">,
   render: (result: T & { metered: Metered }) => Response,
 ): Promise<Response> {
+  const started = performance.now();
   const paid = await payPerCall(deps, { ...call, paymentSignature: c.req.header("PAYMENT-SIGNATURE") });
+  // Server-Timing: the facilitator's round trips, and the service's own time beside them
+  const timing = (facilitatorMs: number) =>
+    c.header("Server-Timing", `facilitator;dur=${facilitatorMs.toFixed(2)}, service;dur=${(performance.now() - started - facilitatorMs).toFixed(2)}`);
   switch (paid.kind) {
     case "refused":
       throw paid.refusal;
@@ -54,6 +66,7 @@ export async function answerPaid<T extends object>(
       if (paid.paymentResponse) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(paid.paymentResponse));
       // the paying wallet's windows, as a key's are shown
       for (const [name, value] of Object.entries(rateLimitHeaders(paid.result.metered, deps.now()) ?? {})) c.header(name, value);
+      timing(paid.facilitatorMs);
       return render(paid.result);
     case "payment_required": {
       const { payments, requirements, reason, settled } = paid;
@@ -75,7 +88,7 @@ export async function answerPaid<T extends object>(
         resource,
         reason ?? "Payment required",
         // the declaration completed with the method and path parameters, as @x402/core's HTTP server does
-        payments.resource.enrichExtensions(declareDiscoveryExtension(route.discovery), transport),
+        payments.resource.enrichExtensions(declarationOf(route), transport),
         transport,
       );
       c.header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(required));
@@ -85,6 +98,7 @@ export async function answerPaid<T extends object>(
       const message = reason
         ? `Payment refused (${reason}): nothing was answered or charged; sign a new payment from the PAYMENT-REQUIRED header`
         : `Payment required: send an API key, or pay per call with the x402 challenge in the PAYMENT-REQUIRED header (upto ${ceiling}; ${dollars(deps.price)} a match billed, a miss costs nothing)`;
+      timing(paid.facilitatorMs);
       return c.json(errorBody("PAYMENT_REQUIRED", message), 402);
     }
   }
