@@ -8,7 +8,7 @@
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
 // keeps the figures.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|scale] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall|scale] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH] [--base-wallets 1000000]
@@ -17,8 +17,9 @@
 // --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
 // rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
 // them all; scale (bench/scale.ts) runs only when named: the bench index beside one of --wallets
-// (say 10000000) in the database BENCH_SCALE_DATABASE (default BENCH_DATABASE_<wallets>). The
-// rounds are bench/rounds.ts.
+// (say 10000000) in the database BENCH_SCALE_DATABASE (default BENCH_DATABASE_<wallets>). So does
+// percall (bench/percall.ts: single lookups paid per call over x402 against key-metered ones, on
+// one server). The rounds are bench/rounds.ts.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -45,6 +46,7 @@ import {
 } from "./lookup.ts";
 import { benchMcp, printMcpReport } from "./mcp.ts";
 import { printPurchaseReport, runPurchaseCase } from "./purchase.ts";
+import { printPercallReport, runPercallCase } from "./percall.ts";
 import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type CaseSummary } from "./report.ts";
 import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
@@ -55,7 +57,7 @@ import { parseOptedOut, setOptedOut } from "./opted-out.ts";
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 
-const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "percall"] as const;
 type Group = (typeof GROUPS)[number];
 /** Cases `--case all` leaves out: scale builds and measures a second, larger index. */
 const APART = ["scale"] as const;
@@ -139,14 +141,16 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   job: "job-results.json",
   purchase: "purchase-results.json",
   scale: "scale-results.json",
+  percall: "percall-results.json",
 };
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
   const startedAt = performance.now();
   const log = (line: string) => console.log(line);
-  const runs = (group: Group) => settings.case === "all" || settings.case === group;
   if (settings.case === "scale") return await scale(settings, log, startedAt);
+  // percall only when asked for: it adds minutes of paid calls to a full run
+  const runs = (group: Group) => settings.case === group || (settings.case === "all" && group !== "percall");
 
   const index = await prepareIndex({
     serverUrl: SERVER_URL,
@@ -271,6 +275,21 @@ async function main(): Promise<number> {
       }),
     );
 
+    const percall = await attempt("percall", () =>
+      runPercallCase({
+        db,
+        databaseUrl: index.databaseUrl,
+        serverEntry: settings.serverEntry,
+        apiKey: first.apiKey,
+        wallets: settings.wallets,
+        clients: settings.purchaseClients,
+        seconds: settings.durationSeconds,
+        rounds: settings.rounds,
+        startServer: start,
+        log,
+      }),
+    );
+
     // everything side by side at the end, where the run's last screen shows it
     const byId = Object.fromEntries(summaries.map((s) => [s.id, s])) as Partial<Record<CaseId, CaseSummary>>;
     const ratios = ratioLines(byId);
@@ -301,6 +320,10 @@ async function main(): Promise<number> {
       log("");
       printPurchaseReport(purchase, log);
     }
+    if (percall) {
+      log("");
+      printPercallReport(percall, log);
+    }
     const targets = checkTargets({ cases: byId, mcp, job, failed });
     log("");
     printTargets(targets, log);
@@ -316,6 +339,7 @@ async function main(): Promise<number> {
       mcp,
       job,
       purchase,
+      percall,
       failed,
       targets,
     };

@@ -22,6 +22,7 @@ import { TASK_NAMES } from "../src/maintenance/lease.ts";
 import { maintenanceDeps, runTasks } from "../src/maintenance/run.ts";
 import { disconnect, listConnections } from "../src/oauth/grants.ts";
 import { grantPayment } from "../src/x402/purchase.ts";
+import { openCalls, recordCall, revenueSince } from "../src/x402/percall.ts";
 
 const USAGE = `Usage: npm run admin -- <command>
   account create [--email E]
@@ -30,6 +31,8 @@ const USAGE = `Usage: npm run admin -- <command>
   import FILE            (- reads standard input)
   maintain [reachability|stats|all]
   x402 redeem REF        (grants a purchase that settled but was not recorded, once)
+  x402 calls [--since ISO]                       (paid calls to reconcile, and per-call revenue)
+  x402 call ID settled --tx HASH | x402 call ID failed   (records a reconciled paid call)
   connection list --account ID
   connection revoke --id ID   (ends an OAuth connection: its tokens stop at once)
   opt-out list
@@ -45,6 +48,8 @@ const COMMAND_HELP: Record<string, string> = {
   import: "Imports an NDJSON index file (the format in docs/api.md, Import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
   maintain: "Runs the daily maintenance tasks once, now (default all). Prints what each did.",
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
+  "x402 calls": "Lists the calls paid per call whose settlement outcome is unknown (check each on chain) and the per-call revenue by route since --since (default the start of this month).",
+  "x402 call": "Records the outcome of a paid call whose settlement was unknown, after a check on chain: settled (with its transaction) or failed. Once.",
   "connection list": "Lists the account's OAuth connections (MCP hosts).",
   "connection revoke": "Ends an OAuth connection: its access and refresh tokens stop working at once.",
   "opt-out list": "Lists the wallets taken out of every answer (opted out). Prints {\"data\": [{\"wallet\", \"opted_out_at\"}]}.",
@@ -76,6 +81,8 @@ export type Command =
   | { name: "import"; file: string }
   | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
   | { name: "x402 redeem"; reference: string }
+  | { name: "x402 calls"; since?: Date }
+  | { name: "x402 call"; id: string; outcome: "settled" | "failed"; txHash?: string }
   | { name: "connection list"; accountId: string }
   | { name: "connection revoke"; connectionId: string }
   | { name: "opt-out list" }
@@ -218,7 +225,25 @@ export function parseCommand(argv: string[]): Command {
     }
     return { name: pair, reference: rest[0].toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list";
+  if (pair === "x402 calls") {
+    const { options, rest } = parseOptions(pair, more, ["since"]);
+    noExtra(pair, rest);
+    const since = options.get("since");
+    if (since !== undefined && Number.isNaN(Date.parse(since))) throw new UsageError(`Invalid --since ${JSON.stringify(since)}: expected an ISO timestamp`);
+    return { name: pair, since: since === undefined ? undefined : new Date(since) };
+  }
+  if (pair === "x402 call") {
+    const { options, rest } = parseOptions(pair, more, ["tx"]);
+    const [id, outcome] = rest;
+    noExtra(pair, rest.slice(2));
+    if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new UsageError("Missing or invalid ID: x402 call needs the call's id (a UUID) from x402 calls");
+    if (outcome !== "settled" && outcome !== "failed") throw new UsageError("Missing outcome: x402 call ID settled --tx HASH, or x402 call ID failed");
+    const txHash = options.get("tx");
+    if (outcome === "settled" && (txHash === undefined || !/^0x[0-9a-fA-F]{64}$/.test(txHash))) throw new UsageError("Missing or invalid --tx: a settled call needs its transaction hash (0x + 64 hex)");
+    if (outcome === "failed" && txHash !== undefined) throw new UsageError("--tx is for a settled call only");
+    return { name: pair, id: id.toLowerCase(), outcome, txHash: txHash?.toLowerCase() };
+  }
+  const commands = "account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -322,6 +347,15 @@ async function run(
         now,
       });
       return { wallet: done.wallet, opted_out: done.opted_out, effective_at: done.effective_at.toISOString() };
+    }
+    case "x402 calls": {
+      const since = command.since ?? new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+      return { open: await openCalls(db, now), revenue: { since: since.toISOString(), routes: await revenueSince(db, since) } };
+    }
+    case "x402 call": {
+      const row = await recordCall(db, { id: command.id, state: command.outcome, txHash: command.txHash, reason: "reconciled by an operator", now });
+      if (!row) throw new CommandError(`Cannot record call ${command.id}: no paid call with this id is open (unknown id, or its outcome is already recorded)`);
+      return { id: row.id, state: row.state, payer: row.payer, route: row.route, matches: row.matches, amount: row.amount, tx_hash: row.tx_hash };
     }
     case "import":
       try {

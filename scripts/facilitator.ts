@@ -1,7 +1,8 @@
-// npm run facilitator: a local x402 facilitator for trying and testing purchases. It runs the real
-// @x402/evm `exact` facilitator scheme (through @x402/core's x402Facilitator) over an in-memory
-// EIP-3009 USDC (scripts/x402-token.ts), on 127.0.0.1:$FACILITATOR_PORT (default 8402):
-//   GET  /supported          the kinds it settles (x402 v2, exact, eip155:8453)
+// npm run facilitator: a local x402 facilitator for trying and testing payments. It runs the real
+// @x402/evm `exact` (EIP-3009) and `upto` (Permit2) facilitator schemes (through @x402/core's
+// x402Facilitator) over an in-memory USDC with Permit2 (scripts/x402-token.ts), on
+// 127.0.0.1:$FACILITATOR_PORT (default 8402):
+//   GET  /supported          the kinds it settles (x402 v2, exact and upto, eip155:8453)
 //   POST /verify, /settle    {x402Version, paymentPayload, paymentRequirements}, the x402 facilitator API
 //   POST /faucet             {address, amount} (amount: a string of atomic units) -> {address, balance}
 //   GET  /balance/{address}  -> {address, balance}
@@ -13,6 +14,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
 import { Eip3009Token, type TokenOptions } from "./x402-token.ts";
 
 const NETWORK = "eip155:8453";
@@ -29,7 +31,7 @@ function isAddress(value: unknown): value is string {
 
 /** The facilitator as a hono app over `token`. */
 export function facilitatorApp(token: Eip3009Token, log: (line: string) => void = () => {}): Hono {
-  const facilitator = new x402Facilitator().register(NETWORK, new ExactEvmScheme(token));
+  const facilitator = new x402Facilitator().register(NETWORK, new ExactEvmScheme(token)).register(NETWORK, new UptoEvmScheme(token));
   const app = new Hono();
 
   const run = (operation: "verify" | "settle") =>

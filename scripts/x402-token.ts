@@ -2,7 +2,10 @@
 // of @x402/evm, so the real `exact` facilitator scheme verifies and settles against it: balances,
 // signature recovery over the token's EIP-712 domain, nonce reuse and the validity window are
 // enforced as the contract enforces them, with its revert messages (which @x402/evm maps to its
-// error reasons). Lives in scripts/: the server never uses it.
+// error reasons). Beside it, Permit2 and x402's `upto` Permit2 proxy, so the real `upto` scheme settles
+// a signed maximum for the amount used: every holder has approved Permit2 already (a faucet-funded
+// address needs no approval transaction), and the proxy enforces the permit's signature, nonce,
+// deadline, start, facilitator and ceiling. Lives in scripts/: the server never uses it.
 import {
   decodeFunctionData,
   encodeAbiParameters,
@@ -18,10 +21,30 @@ import {
   type Hex,
   type Log,
 } from "viem";
-import { authorizationTypes, eip3009ABI } from "@x402/evm";
+import {
+  authorizationTypes,
+  eip3009ABI,
+  erc20AllowanceAbi,
+  PERMIT2_ADDRESS,
+  uptoPermit2WitnessTypes,
+  x402UptoPermit2ProxyABI,
+  x402UptoPermit2ProxyAddress,
+} from "@x402/evm";
 import type { FacilitatorEvmSigner } from "@x402/evm";
 
 const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const MAX_UINT256 = 2n ** 256n - 1n;
+/** Every call a multicall may carry, decoded by selector. */
+const READABLE_ABI = [...eip3009ABI, ...erc20AllowanceAbi, ...x402UptoPermit2ProxyABI];
+
+/** The arguments of the upto proxy's settle(permit, amount, owner, witness, signature). */
+type UptoSettleArgs = [
+  { permitted: { token: Hex; amount: bigint }; nonce: bigint; deadline: bigint },
+  bigint,
+  Hex,
+  { to: Hex; facilitator: Hex; validAfter: bigint },
+  Hex,
+];
 const TRANSFER_EVENT = [
   {
     type: "event",
@@ -71,6 +94,8 @@ export class Eip3009Token implements FacilitatorEvmSigner {
   readonly transfers: Transfer[] = [];
   private readonly balances = new Map<string, bigint>();
   private readonly used = new Set<string>();
+  /** Permit2 nonces spent, as owner:nonce. */
+  private readonly permit2Used = new Set<string>();
   private readonly receipts = new Map<string, Receipt>();
   private block = 1n;
 
@@ -103,9 +128,10 @@ export class Eip3009Token implements FacilitatorEvmSigner {
     return [this.relayer];
   }
 
-  /** The token and Multicall3 are contracts; every other account is an ordinary key (no code). */
+  /** The token, Multicall3, Permit2 and the upto proxy are contracts; every other account is an ordinary key (no code). */
   async getCode({ address }: { address: Hex }): Promise<Hex> {
-    return isAddressEqual(address, this.address) || isAddressEqual(address, MULTICALL3) ? "0x60806040" : "0x";
+    const contracts = [this.address, MULTICALL3, PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress] as Hex[];
+    return contracts.some((c) => isAddressEqual(address, c)) ? "0x60806040" : "0x";
   }
 
   async verifyTypedData(args: Parameters<FacilitatorEvmSigner["verifyTypedData"]>[0]): Promise<boolean> {
@@ -117,11 +143,13 @@ export class Eip3009Token implements FacilitatorEvmSigner {
       const calls = args[1] as Array<{ target: Hex; callData: Hex }>;
       return await Promise.all(calls.map((call) => this.aggregated(call)));
     }
+    if (isAddressEqual(address, x402UptoPermit2ProxyAddress)) return await this.proxyCall(functionName, args, this.relayer);
     if (!isAddressEqual(address, this.address)) throw new Revert("execution reverted: no contract at this address");
     return await this.call(functionName, args);
   }
 
   async writeContract({ address, functionName, args }: { address: Hex; abi: readonly unknown[]; functionName: string; args: readonly unknown[] }): Promise<Hex> {
+    if (isAddressEqual(address, x402UptoPermit2ProxyAddress) && functionName === "settle") return await this.settleUpto(args as unknown as UptoSettleArgs);
     if (!isAddressEqual(address, this.address) || functionName !== "transferWithAuthorization") {
       throw new Revert(`execution reverted: unsupported call ${functionName}`);
     }
@@ -129,7 +157,21 @@ export class Eip3009Token implements FacilitatorEvmSigner {
     this.used.add(`${t.from}:${t.nonce}`.toLowerCase());
     this.balances.set(t.from.toLowerCase(), this.balanceOf(t.from) - t.value);
     this.mint(t.to, t.value);
-    const hash = keccak256(toHex(`${this.chainId}:${t.from}:${t.nonce}`.toLowerCase()));
+    return this.recordTransfer(t.from, t.to, t.value, t.nonce, keccak256(toHex(`${this.chainId}:${t.from}:${t.nonce}`.toLowerCase())));
+  }
+
+  /** Upto: moves the amount used (at most the permitted maximum) from the owner to the witness's recipient. */
+  private async settleUpto(args: UptoSettleArgs): Promise<Hex> {
+    const { owner, to, amount, nonce } = await this.checkUptoSettle(args, this.relayer);
+    this.permit2Used.add(`${owner}:${nonce}`.toLowerCase());
+    this.balances.set(owner.toLowerCase(), this.balanceOf(owner) - amount);
+    this.mint(to, amount);
+    const tag = toHex(nonce, { size: 32 });
+    return this.recordTransfer(owner, to, amount, tag, keccak256(toHex(`${this.chainId}:permit2:${owner}:${nonce}`.toLowerCase())));
+  }
+
+  private recordTransfer(from: Hex, to: Hex, value: bigint, nonce: Hex, hash: Hex): Hex {
+    const t = { from, to, value, nonce };
     const block = this.block++;
     this.receipts.set(hash, {
       status: "success",
@@ -161,6 +203,39 @@ export class Eip3009Token implements FacilitatorEvmSigner {
     return receipt;
   }
 
+  /** The upto proxy's reads: PERMIT2, and settle as an eth_call (the checks without the effects). */
+  private async proxyCall(functionName: string, args: readonly unknown[], sender: Hex): Promise<unknown> {
+    if (functionName === "PERMIT2") return getAddress(PERMIT2_ADDRESS);
+    if (functionName === "settle") {
+      await this.checkUptoSettle(args as unknown as UptoSettleArgs, sender);
+      return undefined;
+    }
+    throw new Revert(`execution reverted: unknown function ${functionName}`);
+  }
+
+  /** The proxy's and Permit2's checks of an upto settlement, in their order, with their error names. */
+  private async checkUptoSettle(args: UptoSettleArgs, sender: Hex): Promise<{ owner: Hex; to: Hex; amount: bigint; nonce: bigint }> {
+    const [permit, amount, owner, witness, signature] = args;
+    const now = this.now();
+    if (!isAddressEqual(witness.facilitator, sender)) throw new Revert("execution reverted: UnauthorizedFacilitator()");
+    if (amount > permit.permitted.amount) throw new Revert("execution reverted: AmountExceedsPermitted()");
+    if (now < witness.validAfter) throw new Revert("execution reverted: PaymentTooEarly()");
+    if (!isAddressEqual(permit.permitted.token, this.address)) throw new Revert("execution reverted: InvalidDestination()");
+    if (now > permit.deadline) throw new Revert("execution reverted: SignatureExpired()");
+    if (this.permit2Used.has(`${owner}:${permit.nonce}`.toLowerCase())) throw new Revert("execution reverted: InvalidNonce()");
+    const valid = await verifyTypedData({
+      address: owner,
+      domain: { name: "Permit2", chainId: this.chainId, verifyingContract: PERMIT2_ADDRESS as Hex },
+      types: uptoPermit2WitnessTypes,
+      primaryType: "PermitWitnessTransferFrom",
+      message: { permitted: permit.permitted, spender: getAddress(x402UptoPermit2ProxyAddress), nonce: permit.nonce, deadline: permit.deadline, witness },
+      signature,
+    }).catch(() => false);
+    if (!valid) throw new Revert("execution reverted: InvalidSignature()");
+    if (this.balanceOf(owner) < amount) throw new Revert("ERC20: transfer amount exceeds balance");
+    return { owner: getAddress(owner), to: getAddress(witness.to), amount, nonce: permit.nonce };
+  }
+
   private async call(functionName: string, args: readonly unknown[]): Promise<unknown> {
     switch (functionName) {
       case "transferWithAuthorization":
@@ -174,6 +249,9 @@ export class Eip3009Token implements FacilitatorEvmSigner {
         return this.version;
       case "authorizationState":
         return this.authorizationState(String(args[0]), String(args[1]));
+      case "allowance":
+        // every holder has approved Permit2 for everything: no approval transaction is needed
+        return isAddressEqual(String(args[1]) as Hex, PERMIT2_ADDRESS as Hex) ? MAX_UINT256 : 0n;
       default:
         throw new Revert(`execution reverted: unknown function ${functionName}`);
     }
@@ -181,10 +259,11 @@ export class Eip3009Token implements FacilitatorEvmSigner {
 
   private async aggregated(call: { target: Hex; callData: Hex }): Promise<{ success: boolean; returnData: Hex }> {
     try {
-      if (!isAddressEqual(call.target, this.address)) return { success: false, returnData: "0x" };
-      const { functionName, args } = decodeFunctionData({ abi: eip3009ABI, data: call.callData });
-      const result = await this.call(functionName, args ?? []);
-      return { success: true, returnData: encodeFunctionResult({ abi: eip3009ABI, functionName, result } as Parameters<typeof encodeFunctionResult>[0]) };
+      const proxy = isAddressEqual(call.target, x402UptoPermit2ProxyAddress);
+      if (!proxy && !isAddressEqual(call.target, this.address)) return { success: false, returnData: "0x" };
+      const { functionName, args } = decodeFunctionData({ abi: READABLE_ABI, data: call.callData });
+      const result = proxy ? await this.proxyCall(functionName, args ?? [], this.relayer) : await this.call(functionName, args ?? []);
+      return { success: true, returnData: encodeFunctionResult({ abi: READABLE_ABI, functionName, result } as Parameters<typeof encodeFunctionResult>[0]) };
     } catch {
       return { success: false, returnData: "0x" };
     }

@@ -535,6 +535,44 @@ CREATE TABLE public.webhook_events (
   CONSTRAINT webhook_events_type_check CHECK ((type = ANY (ARRAY['job.completed'::text, 'job.failed'::text, 'wallet.changed'::text])))
 );
 
+CREATE TABLE public.x402_calls (
+  id uuid NOT NULL,
+  network text NOT NULL,
+  asset text NOT NULL,
+  payer text NOT NULL,
+  nonce text NOT NULL,
+  signature text NOT NULL,
+  pay_to text NOT NULL,
+  route text NOT NULL,
+  max_amount numeric(78,0) NOT NULL,
+  state text NOT NULL,
+  matches integer,
+  amount numeric(78,0),
+  tx_hash text,
+  reason text,
+  claimed_at timestamp with time zone NOT NULL,
+  settled_at timestamp with time zone,
+  CONSTRAINT x402_calls_pkey PRIMARY KEY (id),
+  CONSTRAINT x402_calls_network_asset_payer_nonce_key UNIQUE (network, asset, payer, nonce),
+  CONSTRAINT x402_calls_check CHECK (((amount >= (0)::numeric) AND (amount <= max_amount))),
+  CONSTRAINT x402_calls_check1 CHECK (((network = lower(network)) AND (asset = lower(asset)) AND (payer = lower(payer)) AND (nonce = lower(nonce)))),
+  CONSTRAINT x402_calls_matches_check CHECK ((matches >= 0)),
+  CONSTRAINT x402_calls_max_amount_check CHECK ((max_amount >= (0)::numeric)),
+  CONSTRAINT x402_calls_state_check CHECK ((state = ANY (ARRAY['claimed'::text, 'free'::text, 'refused'::text, 'failed'::text, 'unknown'::text, 'settled'::text])))
+);
+
+CREATE TABLE public.x402_payer_windows (
+  payer text NOT NULL,
+  minute_start timestamp with time zone NOT NULL,
+  minute_used integer NOT NULL,
+  day_start timestamp with time zone NOT NULL,
+  day_used integer NOT NULL,
+  month_start timestamp with time zone NOT NULL,
+  month_used integer NOT NULL,
+  CONSTRAINT x402_payer_windows_pkey PRIMARY KEY (payer),
+  CONSTRAINT x402_payer_windows_payer_check CHECK ((payer ~ '^0x[0-9a-f]{40}$'::text))
+);
+
 CREATE TABLE public.x402_payments (
   id uuid NOT NULL,
   network text NOT NULL,
@@ -628,6 +666,10 @@ CREATE INDEX webhook_deliveries_by_endpoint ON public.webhook_deliveries USING b
 CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 
 CREATE INDEX webhook_endpoints_by_account ON public.webhook_endpoints USING btree (account_id, created_at) WHERE (deleted_at IS NULL);
+
+CREATE INDEX x402_calls_open ON public.x402_calls USING btree (claimed_at) WHERE (state = ANY (ARRAY['claimed'::text, 'unknown'::text]));
+
+CREATE INDEX x402_calls_settled ON public.x402_calls USING btree (payer, settled_at) WHERE (state = 'settled'::text);
 
 CREATE INDEX x402_recovery_uses_by_time ON public.x402_recovery_uses USING btree (used_at);
 
@@ -1781,6 +1823,54 @@ BEGIN
   END LOOP;
   RETURN v_written;
 END $function$;
+
+CREATE OR REPLACE FUNCTION public.x402_payer_count(p_payer text, p_now timestamp with time zone, p_weight integer, p_list_size integer)
+ RETURNS TABLE(outcome text, limit_minute integer, limit_day integer, limit_month integer, max_batch_size integer, used_minute integer, used_day integer, used_month integer)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_minute timestamptz := date_trunc('minute', p_now, 'UTC');
+  v_day timestamptz := date_trunc('day', p_now, 'UTC');
+  v_month timestamptz := date_trunc('month', p_now, 'UTC');
+  pl plans%ROWTYPE;
+  w x402_payer_windows%ROWTYPE;
+BEGIN
+  SELECT * INTO pl FROM plans WHERE name = 'Developer';
+  limit_minute := pl.requests_per_minute;
+  limit_day := pl.requests_per_day;
+  limit_month := pl.requests_per_month;
+  max_batch_size := pl.max_batch_size;
+
+  INSERT INTO x402_payer_windows (payer, minute_start, minute_used, day_start, day_used, month_start, month_used)
+  VALUES (p_payer, v_minute, 0, v_day, 0, v_month, 0)
+  ON CONFLICT (payer) DO NOTHING;
+
+  SELECT * INTO w FROM x402_payer_windows pw WHERE pw.payer = p_payer FOR UPDATE;
+  used_minute := CASE WHEN w.minute_start = v_minute THEN w.minute_used ELSE 0 END;
+  used_day := CASE WHEN w.day_start = v_day THEN w.day_used ELSE 0 END;
+  used_month := CASE WHEN w.month_start = v_month THEN w.month_used ELSE 0 END;
+  IF p_list_size IS NOT NULL AND p_list_size > coalesce(max_batch_size, 2147483647) THEN
+    outcome := 'batch_too_large';
+  ELSIF used_minute + p_weight <= coalesce(limit_minute, 2147483647)
+        AND used_day + p_weight <= coalesce(limit_day, 2147483647)
+        AND used_month + p_weight <= coalesce(limit_month, 2147483647) THEN
+    outcome := 'ok';
+  ELSE
+    outcome := 'rate_limited';
+  END IF;
+  IF outcome = 'ok' THEN
+    used_minute := used_minute + p_weight;
+    used_day := used_day + p_weight;
+    used_month := used_month + p_weight;
+    UPDATE x402_payer_windows
+       SET minute_start = v_minute, minute_used = used_minute,
+           day_start = v_day, day_used = used_day,
+           month_start = v_month, month_used = used_month
+     WHERE payer = p_payer;
+  END IF;
+  RETURN NEXT;
+END
+$function$;
 
 
 -- Triggers

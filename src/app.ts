@@ -30,7 +30,8 @@ import { x402Openapi, x402Routes } from "./rest/x402.ts";
 import { optOutOpenapi, optOutRoutes } from "./rest/opt-out.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
 import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
-import type { PaymentServer } from "./x402/payment.ts";
+import { paymentServerOf, type PaymentServer } from "./x402/payment.ts";
+import { createPerCallDeps } from "./operations/percall.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { OAuthDeps } from "./oauth/deps.ts";
 import { verifyAccessToken } from "./oauth/grants.ts";
@@ -158,7 +159,7 @@ export function headRequests(log: Log): MiddlewareHandler {
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE",
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, X-Data-Staleness, X-Last-Updated, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, PAYMENT-REQUIRED, PAYMENT-RESPONSE, Server-Timing",
 };
 
 /** Gives every response a request id and the open CORS headers; answers OPTIONS on any path with 204. */
@@ -276,7 +277,8 @@ export function createApp(deps: AppDeps): App {
 
   app.route("/", publicRoutes(operations, OPERATIONS));
   app.route("/", oauthRoutes(oauth));
-  app.route("/", x402Routes({ ...operations, payments: deps.payments }));
+  const payments = deps.payments ?? paymentServerOf(deps.config);
+  app.route("/", x402Routes({ ...operations, payments }));
   app.route("/", optOutRoutes(operations, deps.peerAddress));
 
   app.route("/", metricsRoutes(operations, deps.peerAddress));
@@ -284,9 +286,11 @@ export function createApp(deps: AppDeps): App {
 
   const v1 = new Hono();
   v1.use(meteredResponses(usage, now));
-  v1.route("/", walletRoutes(operations));
-  v1.route("/", batchRoutes(operations));
-  v1.route("/", reverseRoutes(operations));
+  // keyless lookups paid per call over x402 when it is configured
+  const paid = createPerCallDeps(operations, payments);
+  v1.route("/", walletRoutes(paid));
+  v1.route("/", batchRoutes(paid));
+  v1.route("/", reverseRoutes(paid));
   v1.route("/", estimateRoutes(operations));
   v1.route("/", accountRoutes(operations));
   v1.route("/", connectionRoutes(operations));

@@ -31,6 +31,8 @@ const EnvSchema = v.object({
   X402_FACILITATOR_URL: v.optional(Url),
   CURSOR_SECRET: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
+  /** Atomic USDC units a paid call costs per match it bills (83334: the Agent pack's price of a match, rounded up). */
+  X402_MATCH_PRICE: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,14}$/, "must be a whole number of atomic units, at least 1")), "83334"),
   REACHABILITY_DAILY_LIMIT: v.optional(Int(0, 10_000_000), "10000"),
   MAINTENANCE_AT: v.optional(v.pipe(v.string(), v.regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, "must be HH:MM (UTC) or off")), "03:00"),
   WORKER: v.optional(v.picklist(["0", "1"], "must be 0 or 1"), "1"),
@@ -95,6 +97,8 @@ export interface Config {
     xBearerToken?: string;
     x402FacilitatorUrl?: string;
     x402PayTo?: string;
+    /** Atomic units a call paid over x402 costs per match it bills. */
+    x402MatchPrice: bigint;
   };
   maintenance: {
     /** daily UTC time of the maintenance tasks; undefined when MAINTENANCE_AT=off (run them by `admin maintain`) */
@@ -164,6 +168,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       xBearerToken: e.X_BEARER_TOKEN,
       x402FacilitatorUrl: e.X402_FACILITATOR_URL,
       x402PayTo: e.X402_PAY_TO,
+      x402MatchPrice: BigInt(e.X402_MATCH_PRICE),
     },
     maintenance: {
       at: e.MAINTENANCE_AT === "off" ? undefined : { hour: Number(e.MAINTENANCE_AT.slice(0, 2)), minute: Number(e.MAINTENANCE_AT.slice(3)) },

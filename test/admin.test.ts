@@ -88,8 +88,8 @@ describe("admin command line parsing", () => {
 
   test("refuses bad input with one line", () => {
     const cases: [string[], string][] = [
-      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list"],
-      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list'],
+      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
       [["account", "create", "--email"], "Option --email needs a value"],
       [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
@@ -239,7 +239,7 @@ describe("admin CLI [postgres]", () => {
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
-      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem, connection list|revoke, opt-out list|add|restore or webhooks list'],
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],

@@ -2,6 +2,7 @@
 // each runtime, from the deno and bun packages in node_modules (nothing is installed or downloaded
 // here), serves its own fresh PostgreSQL database, and the same HTTP checks run against each.
 import assert from "node:assert/strict";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { existsSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -118,11 +119,15 @@ for (const runtime of RUNTIMES) {
       assert.equal((await debitsOf(db, customer.accountId)).reduce((sum, d) => sum + d.matches, 0), 2);
     });
 
-    test("errors: a malformed address is 400 INVALID_ADDRESS with rate-limit headers; no key is 401; unknown path 404", async () => {
+    test("errors: a malformed address is 400 INVALID_ADDRESS with rate-limit headers; an invalid key is 401, none the x402 402; unknown path 404", async () => {
       const bad = await expectStatus(await get("/api/v1/wallet/0x1234", { headers: auth() }), 400);
       assertErrorBody(bad, "INVALID_ADDRESS");
       rateHeaders(bad);
-      assertErrorBody(await expectStatus(await get(`/api/v1/wallet/${W.full}`), 401), "UNAUTHORIZED");
+      assertErrorBody(await expectStatus(await get(`/api/v1/wallet/${W.full}`, { headers: { Authorization: "Bearer wid_live_nope" } }), 401), "UNAUTHORIZED");
+      // x402 is configured here: a keyless lookup is offered per-call payment (upto, one match)
+      const unpaid = await expectStatus(await get(`/api/v1/wallet/${W.full}`), 402);
+      assertErrorBody(unpaid, "PAYMENT_REQUIRED");
+      assert.equal(decodePaymentRequiredHeader(unpaid.headers.get("PAYMENT-REQUIRED")!).accepts[0].scheme, "upto");
       assertErrorBody(await expectStatus(await get("/api/v1/nope"), 404), "NOT_FOUND");
       assertErrorBody(await expectStatus(await get("/api/v1/batch"), 405), "METHOD_NOT_ALLOWED");
     });

@@ -5,7 +5,8 @@
 -- The page is one range scan of the primary key (kind, key, rank, wallet); $5 is the page size
 -- plus one, to tell whether more pages exist: that last entry comes as one row without identity
 -- columns. The total is read from reverse_counts, which triggers keep, rather than counted.
--- Nothing is read for a key that does not exist, nor for reverse farcaster with a key outside an
+-- Reverse twitter needs no key here (a call paid over x402 has none; an unauthenticated one is
+-- refused by its metering). Nothing is read for reverse farcaster without a key inside an
 -- account (refused before anything is metered): then the one row has a null entry.
 -- The identity columns are identity_rows' (00001_index.sql), joined per entry in page order and
 -- then by links' primary key, the order identity_rows yields; the twitter reachability is probed
@@ -19,7 +20,7 @@ WITH caller AS (
   SELECT e.wallet, e.rank, row_number() OVER (ORDER BY e.rank, e.wallet) AS n
     FROM reverse_entries e
    WHERE e.kind = $1 AND e.key = $2 AND (e.rank, e.wallet) > ($3::integer, $4::text)
-     AND EXISTS (SELECT 1 FROM caller c WHERE $1 = 'twitter' OR c.has_account)
+     AND ($1 = 'twitter' OR EXISTS (SELECT 1 FROM caller c WHERE c.has_account))
    ORDER BY e.rank, e.wallet
    LIMIT $5
 )

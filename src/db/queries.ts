@@ -123,6 +123,12 @@ export const QUERY_NAMES = [
   "webhook_deliveries_finish",
   "webhook_deliveries_select_metrics",
   "webhook_endpoints_select_admin",
+  "x402_calls_claim",
+  "x402_calls_record_outcome",
+  "x402_calls_select_by_key",
+  "x402_calls_select_open",
+  "x402_calls_select_revenue",
+  "x402_payer_windows_count",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

@@ -190,6 +190,36 @@ function attachRecorded(op: Operation, out: Json): void {
   }
 }
 
+/** Atomic USDC units a match costs when paid per call (X402_MATCH_PRICE), for x-payment-info. */
+let matchPrice = 83_334n;
+
+function usd(atomic: bigint): string {
+  return `${atomic / 1_000_000n}.${(atomic % 1_000_000n).toString().padStart(6, "0")}`;
+}
+
+/**
+ * What an operation paid per call costs, in the x-payment-info shape agents' catalogues read
+ * ({price: {mode, currency, ...}, protocols: [{x402: ...}]}): a dynamic price from nothing (a miss)
+ * to its ceiling, with the price a match and the x402 offer (scheme upto on Base USDC).
+ */
+function paymentInfo(paid: { maxMatches: number }): Json {
+  return {
+    price: { mode: "dynamic", currency: "USD", min: usd(0n), max: usd(matchPrice * BigInt(paid.maxMatches)), per_match: usd(matchPrice) },
+    protocols: [
+      {
+        x402: {
+          x402Version: 2,
+          scheme: "upto",
+          network: "eip155:8453",
+          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+          amount_per_match: matchPrice.toString(),
+          max_matches: paid.maxMatches,
+        },
+      },
+    ],
+  };
+}
+
 /** The server URLs the curl examples use: {base_url} and {site_url} of this document. */
 let exampleUrls = { base: "", site: "" };
 
@@ -209,6 +239,7 @@ function operationObject(op: Operation): Json {
       ? { requestBody: { required: true, content: { "application/x-www-form-urlencoded": { schema: jsonSchema(op.formBody) } } } }
       : {}),
     responses: responses(op),
+    ...(op.paidPerCall ? { "x-payment-info": paymentInfo(op.paidPerCall) } : {}),
     ...(curl ? { "x-codeSamples": [{ lang: "Shell", label: "curl", source: curl }] } : {}),
   };
 }
@@ -229,8 +260,9 @@ function headObject(op: Operation): Json {
 }
 
 /** The OpenAPI 3.1.0 document of the given operations, served under `publicUrl`. */
-export function buildOpenApiDocument(operations: Operation[], options: { publicUrl: string }): Json {
+export function buildOpenApiDocument(operations: Operation[], options: { publicUrl: string; matchPrice?: bigint }): Json {
   components = {};
+  matchPrice = options.matchPrice ?? 83_334n;
   exampleUrls = { base: `${options.publicUrl}/api/v1`, site: options.publicUrl };
   const paths: Record<string, Json> = {};
   for (const op of operations) {

@@ -54,6 +54,11 @@ export interface Operation {
   };
   /** Errors this operation answers with; the standard ones (401, 429, 500, 503) are added by `auth`. */
   errors: ErrorCase[];
+  /**
+   * Paid per call over x402 without a key (x-payment-info): the most matches one call can bill,
+   * each at the configured price.
+   */
+  paidPerCall?: { maxMatches: number };
   /** Body of its error responses when they are not `{error, code}` (the MCP endpoint answers JSON-RPC errors). */
   errorBody?: Schema;
 }

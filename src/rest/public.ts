@@ -79,7 +79,7 @@ async function databaseAnswers(deps: OperationDeps): Promise<boolean> {
 /** Mounted at the site root; `operations` is every operation the app serves, for the document. */
 export function publicRoutes(deps: OperationDeps, operations: Operation[]) {
   const app = new Hono();
-  const document = buildOpenApiDocument(operations, { publicUrl: deps.config.publicUrl });
+  const document = buildOpenApiDocument(operations, { publicUrl: deps.config.publicUrl, matchPrice: deps.config.upstreams.x402MatchPrice });
   const page = renderDocsPage(document);
 
   app.get("/healthz", async (c) => {

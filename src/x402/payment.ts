@@ -7,7 +7,9 @@ import { isPaymentPayloadV2 } from "@x402/core/schemas";
 import { FacilitatorResponseError, HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { UptoEvmScheme } from "@x402/evm/upto/server";
 import * as v from "valibot";
+import type { Config } from "../config.ts";
 
 /** Base mainnet (CAIP-2) and its USDC contract, whose EIP-712 domain is {USD Coin, 2}. */
 export const NETWORK = "eip155:8453";
@@ -33,13 +35,22 @@ export function paymentRequirements(payTo: string, quantity: number): PaymentReq
 
 export interface PaymentServer {
   resource: x402ResourceServer;
+  /** The facilitator itself, for its /supported (the `upto` kind names the facilitator's address). */
+  facilitator: HTTPFacilitatorClient;
   payTo: string;
 }
 
-/** The resource server over the facilitator at `facilitatorUrl` (its /verify, /settle, /supported). */
+/** The resource server over the facilitator at `facilitatorUrl` (its /verify, /settle, /supported): `exact` and `upto`. */
 export function createPaymentServer(options: { facilitatorUrl: string; payTo: string; timeoutMs: number }): PaymentServer {
   const facilitator = new HTTPFacilitatorClient({ url: options.facilitatorUrl, timeoutMs: options.timeoutMs });
-  return { resource: new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmScheme()), payTo: options.payTo };
+  const resource = new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmScheme()).register(NETWORK, new UptoEvmScheme());
+  return { resource, facilitator, payTo: options.payTo };
+}
+
+/** The resource server X402_FACILITATOR_URL and X402_PAY_TO configure; undefined when either is unset. */
+export function paymentServerOf(config: Config): PaymentServer | undefined {
+  const { x402FacilitatorUrl: facilitatorUrl, x402PayTo: payTo } = config.upstreams;
+  return facilitatorUrl && payTo ? createPaymentServer({ facilitatorUrl, payTo, timeoutMs: config.jobs.upstreamTimeoutMs }) : undefined;
 }
 
 const Address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/));
@@ -122,10 +133,12 @@ export type SettleOutcome =
   | { state: "failed"; reason: string; response: SettleResponse }
   | { state: "unknown"; reason: string; response?: SettleResponse };
 
-export async function settlePayment(server: PaymentServer, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
+/** Settles the payment; `amount` (atomic units, at most the requirements' amount) settles less, for `upto`. */
+export async function settlePayment(server: PaymentServer, payload: PaymentPayload, requirements: PaymentRequirements, amount?: bigint): Promise<SettleOutcome> {
   let response: SettleResponse;
   try {
-    response = await server.resource.settlePayment(payload, requirements);
+    const overrides = amount === undefined ? undefined : { amount: amount.toString() };
+    response = await server.resource.settlePayment(payload, requirements, undefined, undefined, overrides);
   } catch (err) {
     if (err instanceof SettleError) {
       const failure: SettleResponse = {

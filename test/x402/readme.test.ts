@@ -1,6 +1,6 @@
 // The README's purchase walk-through, run as written (only the ports differ): `npm run facilitator`
-// and `npm start` on a fresh embedded data directory as processes, then the README's buy.ts with
-// the official client.
+// and `npm start` on a fresh embedded data directory as processes, then the README's buy.ts and
+// pay.ts (a keyless lookup paid per call) with the official client.
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,13 +12,13 @@ import { freePort } from "../support/ports.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
-function section(): { sh: string; ts: string } {
+function section(): { sh: string; ts: string; pay: string } {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   const part = readme.slice(readme.indexOf("## Buying credits over x402"));
   const sh = /```sh\n([\s\S]*?)```/.exec(part);
-  const ts = /```ts\n([\s\S]*?)```/.exec(part);
-  assert.ok(sh && ts, "README has the sh and ts blocks under 'Buying credits over x402'");
-  return { sh: sh[1], ts: ts[1] };
+  const [ts, pay] = [...part.matchAll(/```ts\n([\s\S]*?)```/g)];
+  assert.ok(sh && ts && pay, "README has the sh block and the buy.ts and pay.ts blocks under 'Buying credits over x402'");
+  return { sh: sh[1], ts: ts[1], pay: pay[1] };
 }
 
 function started(child: ChildProcess, pattern: RegExp, what: string): Promise<string> {
@@ -46,13 +46,15 @@ function stop(child: ChildProcess): Promise<unknown> {
 }
 
 test("the README purchase walk-through works against `npm run facilitator` and a fresh `npm start`", { timeout: 400_000 }, async () => {
-  const { sh, ts } = section();
+  const { sh, ts, pay } = section();
   // the commands the README gives, with their variables
   const payTo = /X402_PAY_TO=(0x[0-9a-fA-F]{40})/.exec(sh)?.[1];
   assert.ok(payTo && sh.includes("npm run facilitator") && sh.includes("X402_FACILITATOR_URL=http://127.0.0.1:8402") && sh.includes("npm start"));
+  assert.ok(sh.includes("npx tsx buy.ts") && sh.includes("npx tsx pay.ts"));
 
   const dir = mkdtempSync(join(tmpdir(), "walletid-x402-readme-"));
   const script = join(ROOT, `.readme-buy-${crypto.randomUUID()}.ts`);
+  const payScript = join(ROOT, `.readme-pay-${crypto.randomUUID()}.ts`);
   const [facilitatorPort, port] = [await freePort(), await freePort()];
   const facilitator = spawn(process.execPath, ["--import", "tsx", join(ROOT, "scripts/facilitator.ts")], {
     cwd: ROOT,
@@ -87,10 +89,21 @@ test("the README purchase walk-through works against `npm run facilitator` and a
     assert.match(stdout, /^200 \{\s+handle: 'alice_onchain'/m, stdout);
     assert.match(stdout, /^200 \{\s+api_key: 'wid_live_[A-Za-z0-9]{32}',\s+key_prefix: 'wid_live_\w{3}',\s+revoked_prefixes: \[\]/m, stdout);
 
+    // pay.ts: a keyless lookup paid per call, and a miss that costs nothing
+    writeFileSync(payScript, pay);
+    const paid = await promisify(execFile)(process.execPath, ["--import", "tsx", payScript], {
+      cwd: ROOT,
+      env: { ...process.env, WALLETID_URL: `http://127.0.0.1:${port}`, FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}` },
+    });
+    assert.match(paid.stdout, /^200 alice_onchain paid 83334$/m, paid.stdout);
+    assert.match(paid.stdout, /^200 false paid null$/m, paid.stdout);
+    assert.match(paid.stdout, /^balance 916666$/m, paid.stdout);
+
     const balance = await (await fetch(`http://127.0.0.1:${facilitatorPort}/balance/${payTo}`)).json();
-    assert.deepEqual(balance, { address: payTo.toLowerCase(), balance: "2000000" }, "2 USDC reached X402_PAY_TO");
+    assert.deepEqual(balance, { address: payTo.toLowerCase(), balance: "2083334" }, "2 USDC for the packs and one paid match reached X402_PAY_TO");
   } finally {
     rmSync(script, { force: true });
+    rmSync(payScript, { force: true });
     await Promise.all([stop(server), stop(facilitator)]);
     rmSync(dir, { recursive: true, force: true });
   }
