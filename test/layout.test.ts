@@ -5,7 +5,7 @@
 //   1. observe/                        logs and metrics, which every other layer reports to
 //   2. db/                             the query interface and its drivers
 //   3. config.ts                       the environment, read and checked once
-//   4. index/ ledger/ sources/ jobs/ maintenance/
+//   4. index/ ledger/ sources/ jobs/ maintenance/ hub/
 //                                      the domain: plain functions over the database
 //   5. http/ openapi/ oauth/ x402/     wire helpers both faces share (envelope, errors, metering,
 //                                      bodies, cursors, the OpenAPI builder), and the domains that
@@ -29,7 +29,7 @@ const LAYERS: string[][] = [
   ["observe"],
   ["db"],
   ["config.ts"],
-  ["index", "ledger", "sources", "jobs", "maintenance"],
+  ["index", "ledger", "sources", "jobs", "maintenance", "hub"],
   ["http", "openapi", "oauth", "x402"],
   ["operations"],
   ["rest", "mcp"],
