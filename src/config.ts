@@ -40,6 +40,11 @@ const EnvSchema = v.object({
   UPSTREAM_TIMEOUT_MS: v.optional(Int(1, 600000), "10000"),
   OAUTH_TRUSTED_CALLBACK_HOST: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, "must be a hostname (no scheme, port or path)"))),
   TRUST_PROXY: v.optional(Int(0, 10), "0"),
+  FARCASTER_HUB_URL: v.optional(Url),
+  FARCASTER_HUB_API_KEY: v.optional(v.string()),
+  HUB_CONCURRENCY: v.optional(Int(1, 256), "16"),
+  HUB_LEASE_SECONDS: v.optional(Int(1, 3600), "30"),
+  HUB_POLL_MS: v.optional(Int(10, 600_000), "1000"),
 });
 
 export interface Config {
@@ -94,6 +99,18 @@ export interface Config {
     /** The one hosted-client domain whose callback receives OAuth errors and declines. */
     trustedCallbackHost?: string;
   };
+  /** FARCASTER_HUB_URL set: the server backfills from this Farcaster hub once, then follows it (src/hub/). */
+  hub?: {
+    url: string;
+    /** Sent as x-api-key (a provider's hub). */
+    apiKey?: string;
+    /** Hub requests in flight at once. */
+    concurrency: number;
+    /** The hub lease: one process at a time syncs; a dead one's lease frees after this. */
+    leaseMs: number;
+    /** How long the follower waits once it has caught up with the hub. */
+    pollMs: number;
+  };
 }
 
 export function readConfig(env: Record<string, string | undefined>): Config {
@@ -142,5 +159,14 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
     oauth: { trustedCallbackHost: e.OAUTH_TRUSTED_CALLBACK_HOST?.toLowerCase() },
+    hub: e.FARCASTER_HUB_URL
+      ? {
+          url: e.FARCASTER_HUB_URL.replace(/\/+$/, ""),
+          apiKey: e.FARCASTER_HUB_API_KEY,
+          concurrency: e.HUB_CONCURRENCY,
+          leaseMs: e.HUB_LEASE_SECONDS * 1000,
+          pollMs: e.HUB_POLL_MS,
+        }
+      : undefined,
   };
 }
