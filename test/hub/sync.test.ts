@@ -66,7 +66,13 @@ eachDatabase("hub sync", (get) => {
     assert.equal((await running).status, "stopped");
   }
 
-  const lookup = async (w: string) => json(await server.request(`/api/v1/wallet/${w}`, { key }));
+  const lookup = async (w: string) => {
+    const res = await server.request(`/api/v1/wallet/${w}`, { key });
+    assert.equal(res.status, 200);
+    const body = await json(res);
+    if (process.env.SHOW_LOOKUP) console.error(JSON.stringify(body));
+    return body;
+  };
   const reverse = async (username: string) => {
     const res = await server.request(`/api/v1/reverse/farcaster/${username}`, { key });
     const body = await json(res);
@@ -118,10 +124,14 @@ eachDatabase("hub sync", (get) => {
     hub.addVerification(9, wallet(9, 5), { newBody: true });
     hub.addVerification(10, wallet(10, 6));
     await followToHead();
-    assert.equal((await lookup(wallet(5, 1))).data?.farcaster ?? null, null);
+    // the wallet's one identity is gone: answered as a wallet with nothing attached
+    const removed = await lookup(wallet(5, 1));
+    assert.equal(removed.meta.found, false);
+    assert.equal(removed.data, null);
     assert.deepEqual(await reverse("user5"), [wallet(5, 0), wallet(5, 2)].sort());
-    assert.equal((await lookup(wallet(7, 0))).data?.farcaster ?? null, null);
-    assert.equal((await lookup(wallet(8, 2))).data?.farcaster ?? null, null);
+    assert.equal((await lookup(wallet(7, 0))).data, null);
+    assert.equal((await lookup(wallet(8, 2))).data, null);
+    assert.deepEqual(await reverse("user7"), [wallet(7, 1)]);
     assert.equal((await lookup(wallet(9, 5))).data.farcaster.username, "user9");
     assert.ok((await reverse("user10")).includes(wallet(10, 6)));
     assert.equal(await count(get().db, "SELECT count(*)::int AS n FROM links WHERE wallet = $1", [wallet(5, 1)]), 0);
@@ -154,9 +164,9 @@ eachDatabase("hub sync", (get) => {
     assert.ok(fired);
     assert.equal(outcome.status, "done");
     // the backfill saw the old state of fids 2, 4, 6
-    assert.notEqual((await lookup(wallet(2, 0))).data?.farcaster ?? null, null);
+    assert.equal((await lookup(wallet(2, 0))).data.farcaster.username, "user2");
     await followToHead();
-    assert.equal((await lookup(wallet(2, 0))).data?.farcaster ?? null, null);
+    assert.equal((await lookup(wallet(2, 0))).data, null);
     assert.equal((await lookup(wallet(4, 7))).data.farcaster.username, "renamed4");
     assert.deepEqual(await reverse("six-late"), [wallet(6, 0)]);
     assert.deepEqual(await reverse("user6"), []);
