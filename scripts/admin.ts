@@ -41,7 +41,7 @@ const COMMAND_HELP: Record<string, string> = {
   import: "Imports an NDJSON index file (the format in docs/api.md, Import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
   maintain: "Runs the daily maintenance tasks once, now (default all). Prints what each did.",
   "ingest farcaster":
-    "Backfills the index from a Farcaster hub: every fid of every shard (or --shard N), its Ethereum verifications with its username, resuming a backfill left unfinished. Prints {\"fids\", \"addresses\", \"observations\", \"last_event_id\"}. --follow then applies the hub's events until SIGINT or SIGTERM. One process at a time (a server with FARCASTER_HUB_URL included).",
+    "Backfills the index from a Farcaster hub: every fid of every shard (or --shard N), its Ethereum verifications with its username, resuming a backfill left unfinished. Prints {\"fids\", \"addresses\", \"observations\", \"last_event_id\"}. --follow backfills only when no backfill has finished, then applies the hub's events from where the follower stopped, until SIGINT or SIGTERM. One process at a time (a server with FARCASTER_HUB_URL included).",
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
   "connection list": "Lists the account's OAuth connections (MCP hosts).",
   "connection revoke": "Ends an OAuth connection: its access and refresh tokens stop working at once.",
@@ -384,7 +384,9 @@ async function ingestFarcaster(db: Db, config: Config, command: Extract<Command,
         if (level === "error" || level === "warn") console.error(line);
       },
       signal: stop.signal,
-      backfill: "always",
+      // without --follow: a backfill (resuming one left unfinished); with it, a backfill only
+      // when none has finished, then the follower from where it stopped
+      backfill: command.follow ? "once" : "always",
       follow: command.follow,
       onProgress: (p) => {
         if (!tty || Date.now() - lastDrawn < 200) return;

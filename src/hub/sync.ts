@@ -217,6 +217,7 @@ export class HubSync {
     if (last === null) throw new HubError("nothing to follow from: run a backfill first");
     this.progress.phase = "follow";
     this.progress.lastEventId = last;
+    this.o.log(`Hub: following ${this.o.hubUrl} after event ${last}`);
     this.report();
     while (!this.o.signal?.aborted) {
       const page = await this.client.events(last + 1n);

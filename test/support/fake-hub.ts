@@ -156,6 +156,7 @@ export async function startFakeHub(options: FakeHubOptions = {}): Promise<FakeHu
   };
 
   const requests = new Map<string, number>();
+  const pending = new Set<ReturnType<typeof setTimeout>>();
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, { "content-type": "application/json", ...headers });
     res.end(typeof body === "string" ? body : stringify(body));
@@ -251,8 +252,10 @@ export async function startFakeHub(options: FakeHubOptions = {}): Promise<FakeHu
       }
       answer(url.pathname, url.searchParams, res);
     };
-    if (behaviour.slow?.(url.pathname, url.searchParams)) setTimeout(go, behaviour.delayMs ?? 1000);
-    else go();
+    if (behaviour.slow?.(url.pathname, url.searchParams)) {
+      const timer = setTimeout(() => (pending.delete(timer), go()), behaviour.delayMs ?? 1000);
+      pending.add(timer);
+    } else go();
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
@@ -317,6 +320,7 @@ export async function startFakeHub(options: FakeHubOptions = {}): Promise<FakeHu
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of pending) clearTimeout(timer);
         server.closeAllConnections();
         server.close(() => resolve());
       }),
