@@ -115,6 +115,15 @@ eachDatabase("hub sync", (get) => {
     assert.equal(again.status, "done");
     assert.equal(await count(get().db, "SELECT count(*)::int AS n FROM links"), links);
     assert.equal(links, addresses);
+
+    // /metrics: the backfill's progress and the follower's place
+    const metrics = await (await server.request("/metrics")).text();
+    assert.match(metrics, /^walletid_hub_backfill_shards_done 2$/m);
+    assert.match(metrics, /^walletid_hub_backfill_shards 2$/m);
+    assert.match(metrics, /^walletid_hub_backfill_fids 12$/m);
+    assert.match(metrics, /^walletid_hub_backfill_done 1$/m);
+    assert.match(metrics, new RegExp(`^walletid_hub_last_event_id ${hub.headEventId}$`, "m"));
+    assert.match(metrics, /^walletid_hub_events_behind 0$/m);
   });
 
   test("removed, revoked and pruned verifications leave lookups and reverse pages; adds arrive, old and new body", async () => {
