@@ -8,14 +8,15 @@
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
 // keeps the figures.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|hub] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH]
 //
 // --case runs one group: lookup (bench/lookup.ts, in rounds), reverse (bench/reverse.ts, in
 // rounds), mcp (bench/mcp.ts), job (bench/job.ts), purchase (bench/purchase.ts); the default runs
-// them all. The rounds are bench/rounds.ts.
+// them all. --case hub (bench/hub.ts; --hub-fids 100000 --hub-events 10000 --hub-concurrency 32,
+// --duration the seconds of its latency phase) runs alone, on a database of its own. The rounds are bench/rounds.ts.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -45,12 +46,13 @@ import { printPurchaseReport, runPurchaseCase } from "./purchase.ts";
 import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type CaseSummary } from "./report.ts";
 import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
+import { printHubReport, runHubCase } from "./hub.ts";
 import { ROOT, startServer, type ChildServer } from "./servers.ts";
 
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 
-const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase"] as const;
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "hub"] as const;
 type Group = (typeof GROUPS)[number];
 
 interface Settings {
@@ -67,6 +69,9 @@ interface Settings {
   jobSize: number;
   beforeEntry: string | undefined;
   purchaseClients: number;
+  hubFids: number;
+  hubEvents: number;
+  hubConcurrency: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -86,6 +91,9 @@ function readSettings(argv: string[]): Settings {
       "job-size": { type: "string", default: "100000" },
       "before-entry": { type: "string" },
       "purchase-clients": { type: "string", default: "8" },
+      "hub-fids": { type: "string", default: "100000" },
+      "hub-events": { type: "string", default: "10000" },
+      "hub-concurrency": { type: "string", default: "32" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -107,6 +115,9 @@ function readSettings(argv: string[]): Settings {
     jobSize: whole("job-size", values["job-size"], 20),
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
+    hubFids: whole("hub-fids", values["hub-fids"], 10),
+    hubEvents: whole("hub-events", values["hub-events"], 10),
+    hubConcurrency: whole("hub-concurrency", values["hub-concurrency"], 1),
   };
 }
 
@@ -123,6 +134,7 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   mcp: "mcp-results.json",
   job: "job-results.json",
   purchase: "purchase-results.json",
+  hub: "hub-results.json",
 };
 
 async function main(): Promise<number> {
@@ -130,6 +142,8 @@ async function main(): Promise<number> {
   const startedAt = performance.now();
   const log = (line: string) => console.log(line);
   const runs = (group: Group) => settings.case === "all" || settings.case === group;
+  // the hub case fills a database of its own from a fake hub: it needs no generated index
+  if (settings.case === "hub") return await hubOnly(settings, log);
 
   const index = await prepareIndex({
     serverUrl: SERVER_URL,
@@ -312,6 +326,28 @@ async function main(): Promise<number> {
     await db.close();
   }
   return exitCode;
+}
+
+/** --case hub: the hub case alone, on its own database (BENCH_DATABASE + _hub); exits 1 when a target is missed. */
+async function hubOnly(settings: Settings, log: (line: string) => void): Promise<number> {
+  const startedAt = performance.now();
+  log(`Hub case: ${availableParallelism()} CPUs, Node ${process.version}; the fake hub runs in this process and shares the machine.`);
+  const hub = await runHubCase({
+    serverUrl: SERVER_URL,
+    database: BENCH_DATABASE,
+    fids: settings.hubFids,
+    events: settings.hubEvents,
+    concurrency: settings.hubConcurrency,
+    latencySeconds: settings.durationSeconds,
+    log,
+  });
+  printHubReport(hub, log);
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  const results = { finishedAt: new Date().toISOString(), machine: { cpus: availableParallelism(), node: process.version }, settings, hub };
+  writeFileSync(join(ROOT, ".bench", RESULTS_FILE.hub), `${JSON.stringify(results, null, 2)}\n`);
+  const seconds = Math.round((performance.now() - startedAt) / 1000);
+  log(`Wrote .bench/${RESULTS_FILE.hub} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
+  return hub.targets.every((t) => t.met) ? 0 : 1;
 }
 
 /** The ratios between cases that were run: lines to print and the values for the results file. */
