@@ -377,7 +377,7 @@ async function ingestFarcaster(db: Db, config: Config, command: Extract<Command,
       concurrency: command.concurrency,
       shard: command.shard,
       leaseMs: Number(process.env.HUB_LEASE_SECONDS || 30) * 1000,
-      pollMs: Number(process.env.HUB_POLL_MS || 1000),
+      pollMs: Number(process.env.HUB_POLL_MS || 250),
       timeoutMs: config.jobs.upstreamTimeoutMs,
       now: () => new Date(),
       log: (line, level) => {

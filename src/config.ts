@@ -44,7 +44,7 @@ const EnvSchema = v.object({
   FARCASTER_HUB_API_KEY: v.optional(v.string()),
   HUB_CONCURRENCY: v.optional(Int(1, 256), "16"),
   HUB_LEASE_SECONDS: v.optional(Int(1, 3600), "30"),
-  HUB_POLL_MS: v.optional(Int(10, 600_000), "1000"),
+  HUB_POLL_MS: v.optional(Int(10, 600_000), "250"),
 });
 
 export interface Config {

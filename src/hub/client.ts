@@ -124,9 +124,21 @@ export function createHubClient(options: HubClientOptions): HubClient {
       try {
         const res = await limit(async () => {
           counts.requests++;
-          const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
-          const r = await doFetch(url, { headers, signal });
-          return { status: r.status, retryAfter: r.headers.get("retry-after"), text: await r.text() };
+          // one controller a request, aborted by its timer or the caller's signal (AbortSignal.any
+          // would leave a listener on the caller's signal per request until it is collected)
+          const controller = new AbortController();
+          const timer = setTimeout(() => controller.abort(new DOMException("timed out", "TimeoutError")), timeoutMs);
+          const onAbort = () => controller.abort();
+          options.signal?.addEventListener("abort", onAbort, { once: true });
+          try {
+            const r = await doFetch(url, { headers, signal: controller.signal });
+            return { status: r.status, retryAfter: r.headers.get("retry-after"), text: await r.text() };
+          } catch (error) {
+            throw controller.signal.reason instanceof DOMException && controller.signal.reason.name === "TimeoutError" ? controller.signal.reason : error;
+          } finally {
+            clearTimeout(timer);
+            options.signal?.removeEventListener("abort", onAbort);
+          }
         });
         if (res.status === 200) return res.text;
         status = res.status;

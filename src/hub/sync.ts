@@ -3,7 +3,7 @@
 // background with FARCASTER_HUB_URL; `npm run admin -- ingest farcaster` runs it on demand.
 import type { Db } from "../db/types.ts";
 import type { Observation } from "../index/observations.ts";
-import { createHubClient, HubError, type HubClient } from "./client.ts";
+import { createHubClient, HubError, type EventsPage, type HubClient } from "./client.ts";
 import { effectOf, verifiedAddress, type HubEvent } from "./messages.ts";
 import {
   acquireHubLease,
@@ -63,6 +63,8 @@ export interface BackfillResult {
 }
 
 export const DEFAULT_LEASE_MS = 30_000;
+/** How long a caught-up follower waits before asking the hub again (HUB_POLL_MS). */
+export const DEFAULT_POLL_MS = 250;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -155,22 +157,32 @@ export class HubSync {
       progress.filter((p) => !p.done).map(async (p) => {
         let pageToken = p.pageToken;
         const after = p.lastFid;
+        // a page is read while the one before it is written; writes stay in page order
+        let writing: Promise<void> = Promise.resolve();
         for (;;) {
-          if (this.o.signal?.aborted) return;
+          if (this.o.signal?.aborted) break;
           const page = await this.client.fids(p.shard, pageToken, this.o.fidsPageSize ?? 1000);
-          // a page partly written before a stop is read again whole: its written fids are skipped
+          // the stored page is the first one not written: after a stop, it may hold fids an
+          // earlier, larger page wrote (a hub's page size is its own): those are skipped
           const fids = pageToken === p.pageToken ? page.fids.filter((f) => f > after) : page.fids;
           const observations = (await mapLimited(fids, this.concurrency, (fid) => this.observationsOf(fid))).flat();
-          if (this.o.signal?.aborted) return;
-          await writeBackfillPage(db, this.lease, { shard: p.shard, pageToken, nextPageToken: page.nextPageToken, lastFid: page.fids.at(-1) ?? 0, fids: fids.length, observations }, now());
-          this.progress.fids += fids.length;
-          this.progress.observations += observations.length;
-          for (const o of observations) if (o.kind === "farcaster") seen.add(o.wallet);
-          this.progress.addresses = seen.size;
-          this.report();
+          await writing;
+          if (this.o.signal?.aborted) break;
+          const at = pageToken;
+          writing = writeBackfillPage(db, this.lease, { shard: p.shard, pageToken: at, nextPageToken: page.nextPageToken, lastFid: page.fids.at(-1) ?? 0, fids: fids.length, observations }, now()).then(() => {
+            this.progress.fids += fids.length;
+            this.progress.observations += observations.length;
+            for (const o of observations) if (o.kind === "farcaster") seen.add(o.wallet);
+            this.progress.addresses = seen.size;
+            this.report();
+          });
+          // a failed write stops the shard at once, not after the next page's reads
+          writing.catch(() => {});
           if (page.nextPageToken === "") break;
           pageToken = page.nextPageToken;
         }
+        await writing;
+        if (this.o.signal?.aborted) return;
         this.progress.shardsDone++;
         this.report();
       }),
@@ -213,21 +225,28 @@ export class HubSync {
   async follow(): Promise<void> {
     const { db, now } = this.o;
     const state = await readSync(db);
-    let last = state.lastEventId ?? state.startEventId;
-    if (last === null) throw new HubError("nothing to follow from: run a backfill first");
+    const from = state.lastEventId ?? state.startEventId;
+    if (from === null) throw new HubError("nothing to follow from: run a backfill first");
+    let last: bigint = from;
     this.progress.phase = "follow";
     this.progress.lastEventId = last;
     this.o.log(`Hub: following ${this.o.hubUrl} after event ${last}`);
     this.report();
+    // the next page is asked for while this one is applied
+    let next: Promise<EventsPage> | undefined;
     while (!this.o.signal?.aborted) {
-      const page = await this.client.events(last + 1n);
-      const events = page.events.filter((e) => e.id > last!).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const page: EventsPage = await (next ?? this.client.events(last + 1n));
+      next = undefined;
+      const events = page.events.filter((e) => e.id > last).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       if (events.length === 0) {
-        await sleep(this.o.pollMs ?? 1000, this.o.signal);
+        await sleep(this.o.pollMs ?? DEFAULT_POLL_MS, this.o.signal);
         continue;
       }
+      const pageLast = events.at(-1)!.id;
+      next = this.client.events(pageLast + 1n);
+      next.catch(() => {});
       await this.applyEvents(events, page.nextPageEventId);
-      last = events.at(-1)!.id;
+      last = pageLast;
       this.progress.lastEventId = last;
       this.progress.events += events.length;
       this.report();
