@@ -110,6 +110,10 @@ export function createHubClient(options: HubClientOptions): HubClient {
   const headers: Record<string, string> = { accept: "application/json" };
   if (options.apiKey) headers["x-api-key"] = options.apiKey;
   const counts = { requests: 0, retried: 0 };
+  const inFlight = new Set<AbortController>();
+  options.signal?.addEventListener("abort", () => {
+    for (const controller of inFlight) controller.abort();
+  }, { once: true });
 
   /** GET path?query: the body text of a 200, undefined for a `not_found` answer, else HubError. */
   async function get(path: string, query: Record<string, string | number | undefined>): Promise<string | undefined> {
@@ -124,12 +128,11 @@ export function createHubClient(options: HubClientOptions): HubClient {
       try {
         const res = await limit(async () => {
           counts.requests++;
-          // one controller a request, aborted by its timer or the caller's signal (AbortSignal.any
-          // would leave a listener on the caller's signal per request until it is collected)
+          // one controller a request, aborted by its timer or (through `inFlight`) the caller's
+          // signal, which carries one listener whatever the concurrency
           const controller = new AbortController();
           const timer = setTimeout(() => controller.abort(new DOMException("timed out", "TimeoutError")), timeoutMs);
-          const onAbort = () => controller.abort();
-          options.signal?.addEventListener("abort", onAbort, { once: true });
+          inFlight.add(controller);
           try {
             const r = await doFetch(url, { headers, signal: controller.signal });
             return { status: r.status, retryAfter: r.headers.get("retry-after"), text: await r.text() };
@@ -137,7 +140,7 @@ export function createHubClient(options: HubClientOptions): HubClient {
             throw controller.signal.reason instanceof DOMException && controller.signal.reason.name === "TimeoutError" ? controller.signal.reason : error;
           } finally {
             clearTimeout(timer);
-            options.signal?.removeEventListener("abort", onAbort);
+            inFlight.delete(controller);
           }
         });
         if (res.status === 200) return res.text;

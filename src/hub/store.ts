@@ -6,6 +6,12 @@ import { sql } from "../db/queries.ts";
 import { writeObservations, type ImportCounts } from "../index/import.ts";
 import { parseObservationFields, type Observation } from "../index/observations.ts";
 
+/**
+ * A page of fids or events writes thousands of rows, as an import file does: no statement timeout
+ * (the lease bounds how long a page may take: a stuck one loses it and rolls back).
+ */
+const BULK = { bulk: true } as const;
+
 /** The hub lease was lost (it expired and another process took it): stop at once. */
 export class LeaseLost extends Error {
   constructor() {
@@ -127,7 +133,7 @@ export async function writeBackfillPage(
     await lease.check(tx);
     await writeHubObservations(tx, page.observations, now);
     await tx.query(sql("hub_shards_advance"), [page.shard, page.nextPageToken, page.lastFid, page.fids, page.nextPageToken === "", page.pageToken]);
-  });
+  }, BULK);
 }
 
 export async function knownUsernames(db: Db, fids: number[]): Promise<Map<number, string>> {
@@ -173,5 +179,5 @@ export async function applyEventPage(db: Db, lease: HubLease, page: EventPage, n
     await writeHubObservations(tx, observations, now);
     const advanced = await tx.query(sql("hub_sync_advance"), [lease.holder, page.lastEventId.toString(), page.headEventId.toString(), now]);
     if (advanced.length === 0) throw new LeaseLost();
-  });
+  }, BULK);
 }
