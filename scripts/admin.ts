@@ -427,7 +427,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     const db = await openDatabase(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
+        ? // ingest farcaster: its lease is renewed beside a page's bulk transaction, never queued behind it
+          { databaseUrl: config.databaseUrl, max: command.name === "ingest farcaster" ? 3 : 1, timeouts: config.databaseTimeouts }
         : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {
