@@ -428,7 +428,11 @@ async function main(argv: string[]): Promise<number> {
     const db = await openDatabase(
       config.databaseUrl
         ? // ingest farcaster: its lease is renewed beside a page's bulk transaction, never queued behind it
-          { databaseUrl: config.databaseUrl, max: command.name === "ingest farcaster" ? 3 : 1, timeouts: config.databaseTimeouts }
+          // and, a batch command, waits a minute for an answer where the server waits seconds: a
+          // statement past its deadline resets the pool, and the page's transaction with it
+          command.name === "ingest farcaster"
+          ? { databaseUrl: config.databaseUrl, max: 3, timeouts: { ...config.databaseTimeouts, statementMs: Math.max(config.databaseTimeouts.statementMs, 60_000) } }
+          : { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
         : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {
