@@ -8,7 +8,7 @@
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
 // keeps the figures.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall|scale] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall|hub|scale] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH] [--base-wallets 1000000]
@@ -19,7 +19,9 @@
 // them all; scale (bench/scale.ts) runs only when named: the bench index beside one of --wallets
 // (say 10000000) in the database BENCH_SCALE_DATABASE (default BENCH_DATABASE_<wallets>). So does
 // percall (bench/percall.ts: single lookups paid per call over x402 against key-metered ones, on
-// one server). The rounds are bench/rounds.ts.
+// one server), and hub (bench/hub.ts; --hub-fids 100000 --hub-events 10000 --hub-concurrency 32,
+// --duration the seconds of its latency phase), alone on a database of its own. The rounds are
+// bench/rounds.ts.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -51,13 +53,14 @@ import { checkTargets, formatRatio, printCaseTable, printTargets, ratioOf, type 
 import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
 import { runScaleCase } from "./scale.ts";
+import { printHubReport, runHubCase } from "./hub.ts";
 import { ROOT, startServer, type ChildServer } from "./servers.ts";
 import { parseOptedOut, setOptedOut } from "./opted-out.ts";
 
 const SERVER_URL = "postgres://postgres@127.0.0.1:5432";
 const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 
-const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "percall"] as const;
+const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "percall", "hub"] as const;
 type Group = (typeof GROUPS)[number];
 /** Cases `--case all` leaves out: scale builds and measures a second, larger index. */
 const APART = ["scale"] as const;
@@ -80,6 +83,9 @@ interface Settings {
   purchaseClients: number;
   /** The fraction of the index on the opt-out list while the cases run (--opted-out 1% is 0.01). */
   optedOut: number;
+  hubFids: number;
+  hubEvents: number;
+  hubConcurrency: number;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -101,6 +107,9 @@ function readSettings(argv: string[]): Settings {
       "before-entry": { type: "string" },
       "purchase-clients": { type: "string", default: "8" },
       "opted-out": { type: "string", default: "0%" },
+      "hub-fids": { type: "string", default: "100000" },
+      "hub-events": { type: "string", default: "10000" },
+      "hub-concurrency": { type: "string", default: "32" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -124,6 +133,9 @@ function readSettings(argv: string[]): Settings {
     beforeEntry: values["before-entry"],
     purchaseClients: whole("purchase-clients", values["purchase-clients"], 1),
     optedOut: parseOptedOut(values["opted-out"]),
+    hubFids: whole("hub-fids", values["hub-fids"], 10),
+    hubEvents: whole("hub-events", values["hub-events"], 10),
+    hubConcurrency: whole("hub-concurrency", values["hub-concurrency"], 1),
   };
 }
 
@@ -142,6 +154,7 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   purchase: "purchase-results.json",
   scale: "scale-results.json",
   percall: "percall-results.json",
+  hub: "hub-results.json",
 };
 
 async function main(): Promise<number> {
@@ -149,6 +162,8 @@ async function main(): Promise<number> {
   const startedAt = performance.now();
   const log = (line: string) => console.log(line);
   if (settings.case === "scale") return await scale(settings, log, startedAt);
+  // the hub case fills a database of its own from a fake hub: it needs no generated index
+  if (settings.case === "hub") return await hubOnly(settings, log);
   // percall only when asked for: it adds minutes of paid calls to a full run
   const runs = (group: Group) => settings.case === group || (settings.case === "all" && group !== "percall");
 
@@ -373,6 +388,28 @@ async function scale(settings: Settings, log: (line: string) => void, startedAt:
   const seconds = Math.round((performance.now() - startedAt) / 1000);
   log(`Wrote .bench/${RESULTS_FILE.scale} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
   return ok ? 0 : 1;
+}
+
+/** --case hub: the hub case alone, on its own database (BENCH_DATABASE + _hub); exits 1 when a target is missed. */
+async function hubOnly(settings: Settings, log: (line: string) => void): Promise<number> {
+  const startedAt = performance.now();
+  log(`Hub case: ${availableParallelism()} CPUs, Node ${process.version}; the fake hub runs in this process and shares the machine.`);
+  const hub = await runHubCase({
+    serverUrl: SERVER_URL,
+    database: BENCH_DATABASE,
+    fids: settings.hubFids,
+    events: settings.hubEvents,
+    concurrency: settings.hubConcurrency,
+    latencySeconds: settings.durationSeconds,
+    log,
+  });
+  printHubReport(hub, log);
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  const results = { finishedAt: new Date().toISOString(), machine: { cpus: availableParallelism(), node: process.version }, settings, hub };
+  writeFileSync(join(ROOT, ".bench", RESULTS_FILE.hub), `${JSON.stringify(results, null, 2)}\n`);
+  const seconds = Math.round((performance.now() - startedAt) / 1000);
+  log(`Wrote .bench/${RESULTS_FILE.hub} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
+  return hub.targets.every((t) => t.met) ? 0 : 1;
 }
 
 /** The ratios between cases that were run: lines to print and the values for the results file. */

@@ -1,5 +1,5 @@
 // The operator CLI (docs/operating.md, "The operator interface"): accounts, keys, credits, index imports,
-// the daily maintenance tasks and opt-outs that come by other channels.
+// filling the index from a Farcaster hub, the daily maintenance tasks and opt-outs that come by other channels.
 // Prints JSON on stdout; on bad input prints one line on stderr and exits non-zero.
 import { realpathSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -23,6 +23,7 @@ import { maintenanceDeps, runTasks } from "../src/maintenance/run.ts";
 import { disconnect, listConnections } from "../src/oauth/grants.ts";
 import { grantPayment } from "../src/x402/purchase.ts";
 import { openCalls, recordCall, revenueSince } from "../src/x402/percall.ts";
+import { runHubSync, type HubProgress } from "../src/hub/sync.ts";
 
 const USAGE = `Usage: npm run admin -- <command>
   account create [--email E]
@@ -30,6 +31,7 @@ const USAGE = `Usage: npm run admin -- <command>
   credits grant --account ID --pack ${PACK_NAMES.join("|")} [--quantity N]
   import FILE            (- reads standard input)
   maintain [reachability|stats|all]
+  ingest farcaster --hub URL [--follow] [--shard N] [--concurrency N]
   x402 redeem REF        (grants a purchase that settled but was not recorded, once)
   x402 calls [--since ISO]                       (paid calls to reconcile, and per-call revenue)
   x402 call ID settled --tx HASH | x402 call ID failed   (records a reconciled paid call)
@@ -47,6 +49,8 @@ const COMMAND_HELP: Record<string, string> = {
   "credits grant": "Grants --quantity (default 1) packs of --pack to the account. Prints the new balance.",
   import: "Imports an NDJSON index file (the format in docs/api.md, Import format; - reads standard input). Prints counts; a bad line stops the import with its line number.",
   maintain: "Runs the daily maintenance tasks once, now (default all). Prints what each did.",
+  "ingest farcaster":
+    "Backfills the index from a Farcaster hub: every fid of every shard (or --shard N), its Ethereum verifications with its username, resuming a backfill left unfinished. Prints {\"fids\", \"addresses\", \"observations\", \"last_event_id\"}. --follow backfills only when no backfill has finished, then applies the hub's events from where the follower stopped, until SIGINT or SIGTERM. One process at a time (a server with FARCASTER_HUB_URL included).",
   "x402 redeem": "Grants a purchase whose settlement went through but was not recorded, once, after a check on chain.",
   "x402 calls": "Lists the calls paid per call whose settlement outcome is unknown (check each on chain) and the per-call revenue by route since --since (default the start of this month).",
   "x402 call": "Records the outcome of a paid call whose settlement was unknown, after a check on chain: settled (with its transaction) or failed. Once.",
@@ -80,6 +84,7 @@ export type Command =
   | { name: "credits grant"; accountId: string; pack: PackName; quantity: number }
   | { name: "import"; file: string }
   | { name: "maintain"; task: (typeof MAINTAIN_TASKS)[number] }
+  | { name: "ingest farcaster"; hub: string; follow: boolean; shard?: number; concurrency: number }
   | { name: "x402 redeem"; reference: string }
   | { name: "x402 calls"; since?: Date }
   | { name: "x402 call"; id: string; outcome: "settled" | "failed"; txHash?: string }
@@ -178,6 +183,23 @@ export function parseCommand(argv: string[]): Command {
       noExtra(pair, rest);
       return { name: pair, accountId: accountOption(pair, options) };
     }
+    case "ingest farcaster": {
+      const follow = more.includes("--follow");
+      const { options, rest } = parseOptions(pair, more.filter((a) => a !== "--follow"), ["hub", "shard", "concurrency", "follow"]);
+      noExtra(pair, rest);
+      const hub = options.get("hub");
+      if (hub === undefined) throw new UsageError("Missing --hub: ingest farcaster needs the hub's HTTP API URL, e.g. http://127.0.0.1:3381");
+      if (!/^https?:\/\/[^\s/]+/.test(hub)) throw new UsageError(`Invalid --hub ${JSON.stringify(hub)}: expected an http:// or https:// URL`);
+      const whole = (name: string, min: number, max: number): number | undefined => {
+        const value = options.get(name);
+        if (value === undefined) return undefined;
+        if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+          throw new UsageError(`Invalid --${name} ${JSON.stringify(value)}: expected a whole number from ${min} to ${max}`);
+        }
+        return Number(value);
+      };
+      return { name: pair, hub: hub.replace(/\/+$/, ""), follow, shard: whole("shard", 0, 1024), concurrency: whole("concurrency", 1, 256) ?? 16 };
+    }
     case "connection revoke": {
       const { options, rest } = parseOptions(pair, more, ["id"]);
       noExtra(pair, rest);
@@ -243,7 +265,7 @@ export function parseCommand(argv: string[]): Command {
     if (outcome === "failed" && txHash !== undefined) throw new UsageError("--tx is for a settled call only");
     return { name: pair, id: id.toLowerCase(), outcome, txHash: txHash?.toLowerCase() };
   }
-  const commands = "account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list";
+  const commands = "account create, key create, credits grant, import, maintain, ingest farcaster, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list";
   if (first === undefined) throw new UsageError(`Missing command: expected ${commands}`);
   throw new UsageError(`Unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}: expected ${commands}`);
 }
@@ -270,7 +292,7 @@ async function accountExists(db: Db, accountId: string): Promise<boolean> {
 
 async function run(
   db: Db,
-  command: Exclude<Command, { name: "maintain" }>,
+  command: Exclude<Command, { name: "maintain" } | { name: "ingest farcaster" }>,
   input: Readable | undefined,
 ): Promise<unknown> {
   const now = new Date();
@@ -416,6 +438,64 @@ async function maintain(db: Db, config: Config, task: Extract<Command, { name: "
   return 1;
 }
 
+/** The progress line a terminal sees on stderr, rewritten in place. */
+function progressLine(p: HubProgress): string {
+  return p.phase === "backfill"
+    ? `backfill: ${p.fids} fids, ${p.addresses} addresses, ${p.shardsDone}/${p.shards} shards done`
+    : `follow: ${p.events} events applied, last event ${p.lastEventId ?? "-"}`;
+}
+
+/**
+ * Backfills from the hub (resuming one left unfinished) and, with --follow, follows it until
+ * SIGINT or SIGTERM, under the hub lease: refused while another process (a server with
+ * FARCASTER_HUB_URL) holds it. Prints the counts as JSON.
+ */
+async function ingestFarcaster(db: Db, config: Config, command: Extract<Command, { name: "ingest farcaster" }>): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const tty = process.stderr.isTTY;
+  let lastDrawn = 0;
+  try {
+    const outcome = await runHubSync({
+      db,
+      hubUrl: command.hub,
+      apiKey: config.hub?.apiKey ?? process.env.FARCASTER_HUB_API_KEY,
+      concurrency: command.concurrency,
+      shard: command.shard,
+      leaseMs: Number(process.env.HUB_LEASE_SECONDS || 30) * 1000,
+      pollMs: Number(process.env.HUB_POLL_MS || 250),
+      timeoutMs: config.jobs.upstreamTimeoutMs,
+      now: () => new Date(),
+      log: (line, level) => {
+        if (level === "error" || level === "warn") console.error(line);
+      },
+      signal: stop.signal,
+      // without --follow: a backfill (resuming one left unfinished); with it, a backfill only
+      // when none has finished, then the follower from where it stopped
+      backfill: command.follow ? "once" : "always",
+      follow: command.follow,
+      onProgress: (p) => {
+        if (!tty || Date.now() - lastDrawn < 200) return;
+        lastDrawn = Date.now();
+        process.stderr.write(`\r\x1b[K${progressLine(p)}`);
+      },
+    });
+    if (tty) process.stderr.write("\r\x1b[K");
+    if (outcome.status === "busy") {
+      throw new CommandError(
+        `Cannot ingest farcaster: another process is syncing the hub${outcome.holderUntil ? ` (its lease runs until ${outcome.holderUntil.toISOString()})` : ""}; stop it or wait`,
+      );
+    }
+    console.log(JSON.stringify(outcome.result, null, 2));
+    return 0;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "help" || argv.includes("--help") || argv.includes("-h")) {
     console.log(helpFor(argv));
@@ -435,11 +515,17 @@ async function main(argv: string[]): Promise<number> {
   try {
     const db = await openDatabase(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
+        ? // ingest farcaster: its lease is renewed beside a page's bulk transaction, never queued behind it
+          // and, a batch command, waits a minute for an answer where the server waits seconds: a
+          // statement past its deadline resets the pool, and the page's transaction with it
+          command.name === "ingest farcaster"
+          ? { databaseUrl: config.databaseUrl, max: 3, timeouts: { ...config.databaseTimeouts, statementMs: Math.max(config.databaseTimeouts.statementMs, 60_000) } }
+          : { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
         : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {
       if (command.name === "maintain") return await maintain(db, config, command.task);
+      if (command.name === "ingest farcaster") return await ingestFarcaster(db, config, command);
       console.log(JSON.stringify(await run(db, command, input), null, 2));
       return 0;
     } finally {

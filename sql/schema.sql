@@ -121,6 +121,32 @@ CREATE TABLE public.farcaster_accounts (
   CONSTRAINT farcaster_accounts_followers_check CHECK ((followers >= 0))
 );
 
+CREATE TABLE public.hub_shards (
+  shard integer NOT NULL,
+  page_token text DEFAULT ''::text NOT NULL,
+  last_fid bigint DEFAULT 0 NOT NULL,
+  fids_done bigint DEFAULT 0 NOT NULL,
+  done boolean DEFAULT false NOT NULL,
+  CONSTRAINT hub_shards_pkey PRIMARY KEY (shard),
+  CONSTRAINT hub_shards_shard_check CHECK ((shard >= 0))
+);
+
+CREATE TABLE public.hub_sync (
+  name text NOT NULL,
+  hub_url text,
+  start_event_id bigint,
+  backfill_started_at timestamp with time zone,
+  backfill_done_at timestamp with time zone,
+  last_event_id bigint,
+  head_event_id bigint,
+  head_seen_at timestamp with time zone,
+  holder uuid,
+  lease_until timestamp with time zone,
+  CONSTRAINT hub_sync_pkey PRIMARY KEY (name),
+  CONSTRAINT hub_sync_check CHECK (((holder IS NULL) = (lease_until IS NULL))),
+  CONSTRAINT hub_sync_name_check CHECK ((name = 'farcaster'::text))
+);
+
 CREATE TABLE public.idempotent_responses (
   account_id uuid NOT NULL,
   idem_key text NOT NULL,
@@ -1758,6 +1784,17 @@ BEGIN
   RETURN NULL;
 END $function$;
 
+CREATE OR REPLACE FUNCTION public.watch_dirty_after_link_deletes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO watch_dirty (wallet)
+  SELECT DISTINCT o.wallet FROM old_rows o JOIN watch_snapshots s ON s.wallet = o.wallet
+      ON CONFLICT (wallet) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
 CREATE OR REPLACE FUNCTION public.watch_dirty_after_links()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1889,6 +1926,8 @@ CREATE TRIGGER links_reverse_insert AFTER INSERT ON public.links REFERENCING NEW
 
 CREATE TRIGGER links_reverse_update AFTER UPDATE ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.reverse_entries_after_links();
 
+CREATE TRIGGER links_watch_delete AFTER DELETE ON public.links REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_link_deletes();
+
 CREATE TRIGGER links_watch_insert AFTER INSERT ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_links();
 
 CREATE TRIGGER links_watch_update AFTER UPDATE ON public.links REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.watch_dirty_after_links();
@@ -1919,6 +1958,9 @@ INSERT INTO public.evidence_routes (route, class, self_declared) VALUES
   ('lens-profile', 'onchain', false),
   ('manual-review', 'manual', false),
   ('x-signin', 'attested-social', false);
+
+INSERT INTO public.hub_sync (name, hub_url, start_event_id, backfill_started_at, backfill_done_at, last_event_id, head_event_id, head_seen_at, holder, lease_until) VALUES
+  ('farcaster', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 
 INSERT INTO public.maintenance_runs (task, holder, lease_until, started_at, last_success_at, last_result) VALUES
   ('reachability', NULL, NULL, NULL, NULL, NULL),

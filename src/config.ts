@@ -52,6 +52,11 @@ const EnvSchema = v.object({
   ),
   WEBHOOK_TIMEOUT_MS: v.optional(Int(100, 600_000), "15000"),
   WEBHOOK_SECRET_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
+  FARCASTER_HUB_URL: v.optional(Url),
+  FARCASTER_HUB_API_KEY: v.optional(v.string()),
+  HUB_CONCURRENCY: v.optional(Int(1, 256), "16"),
+  HUB_LEASE_SECONDS: v.optional(Int(1, 3600), "30"),
+  HUB_POLL_MS: v.optional(Int(10, 600_000), "250"),
 });
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -133,6 +138,18 @@ export interface Config {
     /** Encrypts endpoint secrets at rest; when unset, a key generated on first start is kept in the database. */
     secretKey?: string;
   };
+  /** FARCASTER_HUB_URL set: the server backfills from this Farcaster hub once, then follows it (src/hub/). */
+  hub?: {
+    url: string;
+    /** Sent as x-api-key (a provider's hub). */
+    apiKey?: string;
+    /** Hub requests in flight at once. */
+    concurrency: number;
+    /** The hub lease: one process at a time syncs; a dead one's lease frees after this. */
+    leaseMs: number;
+    /** How long the follower waits once it has caught up with the hub. */
+    pollMs: number;
+  };
 }
 
 export function readConfig(env: Record<string, string | undefined>): Config {
@@ -187,5 +204,14 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       proxyUrl: e.OUTBOUND_PROXY,
     },
     webhooks: { retryScheduleMs: delays(e.WEBHOOK_RETRY_SCHEDULE), timeoutMs: e.WEBHOOK_TIMEOUT_MS, secretKey: e.WEBHOOK_SECRET_KEY },
+    hub: e.FARCASTER_HUB_URL
+      ? {
+          url: e.FARCASTER_HUB_URL.replace(/\/+$/, ""),
+          apiKey: e.FARCASTER_HUB_API_KEY,
+          concurrency: e.HUB_CONCURRENCY,
+          leaseMs: e.HUB_LEASE_SECONDS * 1000,
+          pollMs: e.HUB_POLL_MS,
+        }
+      : undefined,
   };
 }

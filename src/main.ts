@@ -21,6 +21,7 @@ import { jobRunDeps } from "./jobs/deps.ts";
 import { createWorker } from "./jobs/worker.ts";
 import type { Outbound } from "./http/outbound.ts";
 import { startDelivery } from "./webhooks/deliver.ts";
+import { startHubSync } from "./hub/sync.ts";
 import { createLogger } from "./observe/log.ts";
 import { useBodySource } from "./http/body.ts";
 import { useTurnEnd } from "./http/turn.ts";
@@ -204,6 +205,20 @@ async function main(): Promise<void> {
     ? scheduleMaintenance(maintenanceDeps(config, { db, now, log, signal: maintenanceStop.signal }), config.maintenance.at, maintenanceStop)
     : async () => {};
   if (!config.maintenance.at) log("Maintenance is not scheduled (MAINTENANCE_AT=off): run `npm run admin -- maintain` from cron");
+  // FARCASTER_HUB_URL: one process at a time (the hub lease) backfills once, then follows the hub
+  const stopHub = config.hub
+    ? startHubSync({
+        db,
+        hubUrl: config.hub.url,
+        apiKey: config.hub.apiKey,
+        concurrency: config.hub.concurrency,
+        leaseMs: config.hub.leaseMs,
+        pollMs: config.hub.pollMs,
+        timeoutMs: config.jobs.upstreamTimeoutMs,
+        now,
+        log,
+      })
+    : async () => {};
   // once shutting down, every response says Connection: close, so no client sends another request
   // on a connection about to close (a request that races a close is reset unread, never billed).
   // Node only: Deno's shutdown() and Bun's stop() close their connections themselves.
@@ -238,6 +253,7 @@ async function main(): Promise<void> {
     draining = true;
     await stop().catch(() => {});
     await stopMaintenance();
+    await stopHub();
     await worker?.stop();
     await delivery?.stop();
     await app.close();

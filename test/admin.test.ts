@@ -84,12 +84,22 @@ describe("admin command line parsing", () => {
     });
     assert.deepEqual(parseCommand(["import", "-"]), { name: "import", file: "-" });
     assert.deepEqual(parseCommand(["maintain", "stats"]), { name: "maintain", task: "stats" });
+    assert.deepEqual(parseCommand(["ingest", "farcaster", "--hub", "http://127.0.0.1:3381/", "--follow", "--shard", "2"]), {
+      name: "ingest farcaster",
+      hub: "http://127.0.0.1:3381",
+      follow: true,
+      shard: 2,
+      concurrency: 16,
+    });
+    assert.throws(() => parseCommand(["ingest", "farcaster"]), /^Error: Missing --hub/);
+    assert.throws(() => parseCommand(["ingest", "farcaster", "--hub", "ftp://x"]), /Invalid --hub "ftp:\/\/x"/);
+    assert.throws(() => parseCommand(["ingest", "farcaster", "--hub", "http://h", "--concurrency", "0"]), /Invalid --concurrency "0": expected a whole number from 1 to 256/);
   });
 
   test("refuses bad input with one line", () => {
     const cases: [string[], string][] = [
-      [[], "Missing command: expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list"],
-      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
+      [[], "Missing command: expected account create, key create, credits grant, import, maintain, ingest farcaster, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list"],
+      [["account"], 'Unknown command "account": expected account create, key create, credits grant, import, maintain, ingest farcaster, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["account", "create", "--mail", "a@b.co"], "Unknown option --mail for account create (options: --email)"],
       [["account", "create", "--email"], "Option --email needs a value"],
       [["account", "create", "--email", "a@b.co", "--email", "c@d.co"], "Option --email is given twice"],
@@ -239,7 +249,7 @@ describe("admin CLI [postgres]", () => {
   test("bad input: one line on stderr and a non-zero exit", async () => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const cases: [string[], number, string][] = [
-      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
+      [["acount", "create"], 2, 'Unknown command "acount create": expected account create, key create, credits grant, import, maintain, ingest farcaster, x402 redeem|calls|call, connection list|revoke, opt-out list|add|restore or webhooks list'],
       [["key", "create", "--account", missing], 1, `Cannot create key: account ${missing} does not exist`],
       [["credits", "grant", "--account", missing, "--pack", "Agent"], 1, `Cannot grant credits: account ${missing} does not exist`],
       [["account", "create", "--email", "ops@example.com"], 1, "Cannot create account: an account with email ops@example.com already exists"],

@@ -5,7 +5,7 @@
 //   1. observe/                        logs and metrics, which every other layer reports to
 //   2. db/                             the query interface and its drivers
 //   3. config.ts                       the environment, read and checked once
-//   4. index/ ledger/ sources/ jobs/ maintenance/ events/
+//   4. index/ ledger/ sources/ jobs/ maintenance/ events/ hub/
 //                                      the domain: plain functions over the database
 //   5. http/ openapi/ oauth/ x402/ webhooks/     wire helpers both faces share (envelope, errors, metering,
 //                                      bodies, cursors, the OpenAPI builder), and the domains that
@@ -30,7 +30,7 @@ const LAYERS: string[][] = [
   ["observe"],
   ["db"],
   ["config.ts"],
-  ["index", "ledger", "sources", "jobs", "maintenance", "events"],
+  ["index", "ledger", "sources", "jobs", "maintenance", "events", "hub"],
   ["http", "openapi", "oauth", "x402", "webhooks"],
   ["operations"],
   ["rest", "mcp"],

@@ -129,6 +129,21 @@ export const QUERY_NAMES = [
   "x402_calls_select_open",
   "x402_calls_select_revenue",
   "x402_payer_windows_count",
+  "hub_sync_acquire",
+  "hub_sync_renew",
+  "hub_sync_release",
+  "hub_sync_select",
+  "hub_sync_start_backfill",
+  "hub_sync_finish_backfill",
+  "hub_sync_advance",
+  "hub_shards_select",
+  "hub_shards_ensure",
+  "hub_shards_advance",
+  "hub_shards_select_metrics",
+  "links_delete_farcaster_verifications",
+  "wallets_reset_last_updated",
+  "links_select_farcaster_wallets",
+  "farcaster_accounts_select_usernames",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];

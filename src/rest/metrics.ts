@@ -21,7 +21,7 @@ export const metricsOpenapi: Operation[] = [
     tag: "Service",
     summary: "Prometheus metrics",
     description:
-      "The Prometheus text exposition (format 0.0.4): requests and latency by route template and status, metering outcomes, matches billed, jobs by status with the queue depth and the oldest pending job's age, worker wallets by stage, webhook deliveries by status and attempts by outcome with the queue depth and the oldest due delivery's age, upstream calls by source and outcome, database statements in flight, and the last maintenance run per task. Never metered. With `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback callers are answered.",
+      "The Prometheus text exposition (format 0.0.4): requests and latency by route template and status, metering outcomes, matches billed, jobs by status with the queue depth and the oldest pending job's age, worker wallets by stage, webhook deliveries by status and attempts by outcome with the queue depth and the oldest due delivery's age, upstream calls by source and outcome, database statements in flight, the last maintenance run per task, and the Farcaster hub sync (last event applied, newest seen, events behind, backfill progress). Never metered. With `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback callers are answered.",
     auth: false,
     success: { status: 200, description: "The exposition, `text/plain; version=0.0.4`", text: true },
     errors: [
@@ -54,6 +54,16 @@ function withTimeout<T>(work: Promise<T>): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
+interface HubRow {
+  fids_done: number;
+  shards_done: number;
+  shards: number;
+  last_event_id: number | null;
+  head_event_id: number | null;
+  backfill_done: boolean;
+  [column: string]: unknown;
+}
+
 /** The gauges of one scrape, read from the app's database (each query once, with a timeout). */
 function scrapeGauges(deps: OperationDeps): Gauge[] {
   const { db } = deps;
@@ -63,6 +73,17 @@ function scrapeGauges(deps: OperationDeps): Gauge[] {
   const maintenance = () => (maintenanceRead ??= withTimeout(db.query(sql("maintenance_runs_select_metrics"), [])));
   let webhooksRead: Promise<Array<{ status: string; deliveries: number; oldest_age_seconds: number | null }>> | undefined;
   const webhooks = () => (webhooksRead ??= withTimeout(db.query(sql("webhook_deliveries_select_metrics"), [deps.now()])));
+  let hubRead: Promise<HubRow | undefined> | undefined;
+  const hub = () => (hubRead ??= withTimeout(db.query<HubRow>(sql("hub_shards_select_metrics"), [])).then((rows) => rows[0]));
+  // the hub's families only once a backfill has started (FARCASTER_HUB_URL or admin ingest farcaster)
+  const hubGauge = (name: string, help: string, value: (r: HubRow) => number): Gauge => ({
+    name,
+    help,
+    read: async () => {
+      const r = await hub();
+      return r && (r.shards > 0 || r.last_event_id !== null) ? [{ value: value(r) }] : [];
+    },
+  });
   return [
     {
       name: "walletid_webhook_deliveries",
@@ -100,6 +121,17 @@ function scrapeGauges(deps: OperationDeps): Gauge[] {
       help: "Start of the newest finished run per maintenance task (0: never)",
       read: async () => (await maintenance()).map((r) => ({ labels: { task: r.task }, value: Number(r.last_success_seconds ?? 0) })),
     },
+    hubGauge("walletid_hub_last_event_id", "The last Farcaster hub event applied to the index", (r) => r.last_event_id ?? 0),
+    hubGauge("walletid_hub_head_event_id", "The newest Farcaster hub event id the sync has seen", (r) => r.head_event_id ?? 0),
+    hubGauge(
+      "walletid_hub_events_behind",
+      "Event ids between the last event applied and the newest seen on the hub (0: caught up)",
+      (r) => Math.max(0, (r.head_event_id ?? 0) - (r.last_event_id ?? r.head_event_id ?? 0)),
+    ),
+    hubGauge("walletid_hub_backfill_fids", "fids the hub backfill has written", (r) => r.fids_done),
+    hubGauge("walletid_hub_backfill_shards_done", "Hub shards the backfill has finished", (r) => r.shards_done),
+    hubGauge("walletid_hub_backfill_shards", "Hub shards the backfill reads", (r) => r.shards),
+    hubGauge("walletid_hub_backfill_done", "1 once a hub backfill has finished", (r) => (r.backfill_done ? 1 : 0)),
     {
       name: "walletid_maintenance_last_result",
       help: "1 for how the last run of each maintenance task ended (done, partial, failed, off, ...)",
