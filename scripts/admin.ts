@@ -347,7 +347,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const db = await openDatabase(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
+        ? { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts, pooler: config.databasePooler }
         : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {

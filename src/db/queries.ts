@@ -94,6 +94,7 @@ export const QUERY_NAMES = [
   "x402_api_keys_revoke_all",
   "x402_recovery_uses_insert",
   "x402_recovery_uses_prune",
+  "role_settings_apply",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];
