@@ -27,7 +27,11 @@ export interface Tally {
   jobsAccepted: Set<string>;
   /** Signed payments answered 200, and the keys they were made under. */
   purchases: number;
+  /** Signed payments given up after 30 s without an answer but 503 (their claim's server was killed). */
+  purchasesAbandoned: number;
   purchaseFailures: string[];
+  /** The buyer's wallet and what the faucet gave it, to read what the facilitator settled. */
+  buyer?: { address: string; funded: bigint };
 }
 
 export function newTally(): Tally {
@@ -42,6 +46,7 @@ export function newTally(): Tally {
     keyed: new Map(),
     jobsAccepted: new Set(),
     purchases: 0,
+    purchasesAbandoned: 0,
     purchaseFailures: [],
   };
 }
@@ -205,6 +210,7 @@ export async function buyerCaller(target: Target, facilitatorUrl: string): Promi
     body: JSON.stringify({ address: account.address, amount: String(1_000_000n * 1_000_000n) }),
   });
   if (!funded.ok) throw new Error(`Cannot fund the soak's buyer: the faucet answered ${funded.status}`);
+  target.tally.buyer = { address: account.address, funded: 1_000_000n * 1_000_000n };
   const client = new x402Client().register("eip155:8453", new ExactEvmScheme(account));
   let apiKey: string | undefined;
   while (!target.stopping()) {
@@ -217,7 +223,14 @@ export async function buyerCaller(target: Target, facilitatorUrl: string): Promi
     }
     const required = decodePaymentRequiredHeader(challenge.headers.get("PAYMENT-REQUIRED")!);
     const signature = encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+    // a claim whose server was killed before it settled is never settled by a replay, which
+    // answers 503 after waiting for it: after 30 s of that a buyer signs a new payment
+    const giveUpAt = target.clock() + 30_000;
     for (;;) {
+      if (target.clock() > giveUpAt) {
+        target.tally.purchasesAbandoned++;
+        break;
+      }
       const answer = await attempt(target, "/api/x402/buy", { method: "POST", headers: { ...headers, "PAYMENT-SIGNATURE": signature }, body });
       if (answer?.status === 200) {
         target.tally.purchases++;

@@ -14,7 +14,7 @@
 // mode in front (DATABASE_URL), with DATABASE_DIRECT_URL on PostgreSQL itself. Children's output
 // goes to .bench/soak/; every child is killed when the soak ends, however it ends.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
@@ -98,8 +98,9 @@ function serverChild(index: number, port: number, env: Record<string, string>): 
       });
       child.process = proc;
       const exited = new Promise((resolve) => proc.once("exit", resolve));
-      const state = await waitHealthy(url, exited, 60_000);
-      if (state !== "healthy") throw new Error(`Cannot start ${child.name}: it ${state === "exited" ? "exited" : "did not answer /healthz within 60 s"} (see ${LOGS}/${child.name}.log)`);
+      // a start takes seconds on an idle machine, a minute or more on one loaded many times over
+      const state = await waitHealthy(url, exited, 240_000);
+      if (state !== "healthy") throw new Error(`Cannot start ${child.name}: it ${state === "exited" ? "exited" : "did not answer /healthz within 240 s"} (see ${LOGS}/${child.name}.log)`);
     },
   };
   return child;
@@ -130,6 +131,7 @@ interface Window {
 }
 
 async function main(): Promise<number> {
+  rmSync(LOGS, { recursive: true, force: true });
   mkdirSync(LOGS, { recursive: true });
   const index = await prepareIndex({ serverUrl: PG_SERVER, adminDatabase: "postgres", database: DATABASE, wallets: WALLETS, rebuild: true, log });
   const { db, databaseUrl } = index;
@@ -307,6 +309,14 @@ async function main(): Promise<number> {
     if (grants.payments !== tally.purchases || grants.grants !== tally.purchases) {
       violations.push(`purchases: ${tally.purchases} answered, ${grants.payments} payments granted, ${grants.grants} grants`);
     }
+    // what the facilitator settled (one Agent pack: 1 USDC each) must all have been granted
+    let settled = -1;
+    if (tally.buyer) {
+      const res = await fetch(`${facilitator.url}/balance/${tally.buyer.address}`);
+      const { balance } = (await res.json()) as { balance: string };
+      settled = Number((tally.buyer.funded - BigInt(balance)) / 1_000_000n);
+      if (settled !== grants.payments) violations.push(`purchases: ${settled} settled at the facilitator, ${grants.payments} granted`);
+    }
     violations.push(...tally.purchaseFailures.slice(0, 5).map((f) => `purchase refused: ${f}`));
 
     // HOOK (webhooks): when webhook endpoints exist, register a receiver here before the load,
@@ -321,7 +331,7 @@ async function main(): Promise<number> {
       `keyed batches: ${tally.keyed.size} keys billed once, ledger ${keyedLedger} = answers ${keyedAnswered}`,
       `other calls: ledger ${freeLedger} = answers ${tally.freeBilled} + ${freeLedger - tally.freeBilled} of unanswered (at most ${tally.freeUnansweredMax})`,
       `jobs: ${jobs.filter((j) => j.status === "completed").length}/${jobs.length} completed, billed once (${jobMatches} matches)`,
-      `purchases: ${tally.purchases} granted once (+${grants.loyalty} loyalty)`,
+      `purchases: ${tally.purchases} granted once (+${grants.loyalty} loyalty), ${settled} settled, ${tally.purchasesAbandoned} abandoned unsettled`,
       `5xx: ${tally.bad5xx.length} bad, ${other - tally.bad5xx.length} 503 with Retry-After`,
       FAULTS ? `faults: ${kills} kill -9, ${stormed ? 1 : 0} storm (${terminated} backends)` : "faults: off",
       `longest answer outside fault windows ${longest.toFixed(0)} ms`,
