@@ -146,7 +146,9 @@ export async function freeCaller(target: Target, key: string, wallet: () => stri
       });
       const billed = answer?.body?.result?.structuredContent?.billed_matches;
       if (answer?.status === 200 && typeof billed === "number") t.freeBilled += billed;
-      else if (answer?.status === 200) t.bad5xx.push(`MCP tools/call answered 200 without billed_matches: ${JSON.stringify(answer.body).slice(0, 200)}`);
+      // a tool error (isError) is the MCP face's refusal or 503: like one, it may follow a debit
+      else if (answer?.status === 200 && answer.body?.result?.isError) await unbilled({ status: 503, headers: answer.headers }, 2);
+      else if (answer?.status === 200) t.bad5xx.push(`MCP tools/call answered 200 without a result: ${JSON.stringify(answer.body).slice(0, 200)}`);
       else await unbilled(answer, 2);
     }
   }
