@@ -61,9 +61,17 @@ interface Child {
 }
 const children: Child[] = [];
 const stray = new Set<ChildProcess>();
+let facilitatorPid: number | undefined;
 
 /** Kills every child at once (SIGKILL): on any exit, so nothing outlives the soak. */
 function killAll(): void {
+  if (facilitatorPid) {
+    try {
+      process.kill(facilitatorPid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
   for (const child of stray) {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
@@ -136,7 +144,7 @@ async function main(): Promise<number> {
   const index = await prepareIndex({ serverUrl: PG_SERVER, adminDatabase: "postgres", database: DATABASE, wallets: WALLETS, rebuild: true, log });
   const { db, databaseUrl } = index;
   let bouncer: Pgbouncer | undefined;
-  let facilitator: { url: string; stop: () => Promise<void> } | undefined;
+  let facilitator: { url: string; pid: number | undefined; stop: () => Promise<void> } | undefined;
   try {
     const now = new Date();
     await db.query(
@@ -149,6 +157,7 @@ async function main(): Promise<number> {
     const jobAccounts = await Promise.all([1, 2, 3].map((i) => soakAccount(db, `jobs-${i}`, now)));
 
     facilitator = await startFacilitatorProcess();
+    facilitatorPid = facilitator.pid;
     if (args.pgbouncer) bouncer = await startPgbouncer(databaseUrl, { poolSize: 20 });
     const env: Record<string, string> = {
       DATABASE_URL: bouncer?.url ?? databaseUrl,
