@@ -12,9 +12,9 @@
 // terminated (pg_terminate_backend). A fault window runs from the fault until the restarted
 // process answers (or 5 s after the storm), plus 5 s. --pgbouncer puts a PgBouncer in transaction
 // mode in front (DATABASE_URL), with DATABASE_DIRECT_URL on PostgreSQL itself. Children's output
-// goes to .bench/soak/; every child is killed when the soak ends, however it ends.
+// goes to .bench/soak/<database>/; every child is killed when the soak ends, however it ends.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
@@ -49,7 +49,7 @@ const WALLETS = Number(args.wallets);
 const FAULTS = !args["no-faults"];
 const PG_SERVER = args["database-url"]!.replace(/\/[^/@]*$/, "").replace(/\/$/, "");
 const DATABASE = `walletid_soak_${process.pid}`;
-const LOGS = join(ROOT, ".bench", "soak");
+const LOGS = join(ROOT, ".bench", "soak", DATABASE);
 const PLAN = "SoakCustom";
 
 const log = (line: string) => console.log(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -139,7 +139,6 @@ interface Window {
 }
 
 async function main(): Promise<number> {
-  rmSync(LOGS, { recursive: true, force: true });
   mkdirSync(LOGS, { recursive: true });
   const index = await prepareIndex({ serverUrl: PG_SERVER, adminDatabase: "postgres", database: DATABASE, wallets: WALLETS, rebuild: true, log });
   const { db, databaseUrl } = index;
