@@ -27,7 +27,7 @@ export interface Tally {
   jobsAccepted: Set<string>;
   /** Signed payments answered 200, and the keys they were made under. */
   purchases: number;
-  /** Signed payments given up after 30 s without an answer but 503 (their claim's server was killed). */
+  /** Signed payments given up after 30 s without a 200 (a claim whose server was killed, a grant left to the operator). */
   purchasesAbandoned: number;
   purchaseFailures: string[];
   /** The buyer's wallet and what the faucet gave it, to read what the facilitator settled. */

@@ -339,7 +339,7 @@ async function main(): Promise<number> {
       `keyed batches: ${tally.keyed.size} keys billed once, ledger ${keyedLedger} = answers ${keyedAnswered}`,
       `other calls: ledger ${freeLedger} = answers ${tally.freeBilled} + ${freeLedger - tally.freeBilled} of unanswered (at most ${tally.freeUnansweredMax})`,
       `jobs: ${jobs.filter((j) => j.status === "completed").length}/${jobs.length} completed, billed once (${jobMatches} matches)`,
-      `purchases: ${tally.purchases} granted once (+${grants.loyalty} loyalty), ${settled} settled, ${tally.purchasesAbandoned} abandoned unsettled`,
+      `purchases: ${tally.purchases} granted once (+${grants.loyalty} loyalty), ${settled} settled, ${tally.purchasesAbandoned} signatures abandoned`,
       `5xx: ${tally.bad5xx.length} bad, ${other - tally.bad5xx.length} 503 with Retry-After`,
       FAULTS ? `faults: ${kills} kill -9, ${stormed ? 1 : 0} storm (${terminated} backends)` : "faults: off",
       `longest answer outside fault windows ${longest.toFixed(0)} ms`,
