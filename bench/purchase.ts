@@ -31,7 +31,7 @@ interface ChildServer {
 }
 
 /** `npm run facilitator` as a child process; resolves with its URL from its one line. */
-async function startFacilitatorProcess(): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startFacilitatorProcess(): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void> }> {
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/facilitator.ts"], {
     cwd: ROOT,
@@ -50,6 +50,7 @@ async function startFacilitatorProcess(): Promise<{ url: string; stop: () => Pro
   });
   return {
     url,
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -519,8 +519,8 @@ async function main(argv: string[]): Promise<number> {
           // and, a batch command, waits a minute for an answer where the server waits seconds: a
           // statement past its deadline resets the pool, and the page's transaction with it
           command.name === "ingest farcaster"
-          ? { databaseUrl: config.databaseUrl, max: 3, timeouts: { ...config.databaseTimeouts, statementMs: Math.max(config.databaseTimeouts.statementMs, 60_000) } }
-          : { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts }
+          ? { databaseUrl: config.databaseUrl, max: 3, timeouts: { ...config.databaseTimeouts, statementMs: Math.max(config.databaseTimeouts.statementMs, 60_000) }, pooler: config.databasePooler }
+          : { databaseUrl: config.databaseUrl, max: 1, timeouts: config.databaseTimeouts, pooler: config.databasePooler }
         : { dataDir: join(config.dataDir, "pgdata"), timeouts: config.databaseTimeouts },
     );
     try {

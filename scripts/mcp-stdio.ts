@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     if (config.logLevel !== "silent") console.error(line);
   };
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir);
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: 2, dataDir: config.databaseUrl ? undefined : join(config.dataDir, "pgdata") });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, max: 2, pooler: config.databasePooler, dataDir: config.databaseUrl ? undefined : join(config.dataDir, "pgdata") });
   const stdio = await serveMcpStdio(createOperationDeps({ db, config, log }), key);
 
   let closing = false;

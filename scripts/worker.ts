@@ -3,9 +3,7 @@
 // current chunk on SIGINT/SIGTERM.
 import process from "node:process";
 import { readConfig } from "../src/config.ts";
-import { migrate } from "../src/db/migrate.ts";
-import { openPostgres } from "../src/db/postgres.ts";
-import { loadQueries } from "../src/db/queries.ts";
+import { openPostgresDatabase } from "../src/db/open-postgres.ts";
 import { jobRunDeps } from "../src/jobs/deps.ts";
 import { createWorker } from "../src/jobs/worker.ts";
 import { createLogger } from "../src/observe/log.ts";
@@ -22,16 +20,19 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, write: (text) => void process.stdout.write(text) });
   const log = logger.log;
   process.on("exit", () => logger.flush());
-  // PostgreSQL only, opened without openDatabase so the embedded driver is never loaded
+  // PostgreSQL only, opened without openDatabase (src/db/open.ts) so the embedded driver is never bundled
   // the last resort: nothing that slips past its caller (a driver's stray rejection) ends the worker
   const describe = (reason: unknown) => (reason instanceof Error ? (reason.stack ?? reason.message) : String(reason));
   process.on("unhandledRejection", (reason) => log(`Kept working after an unhandled rejection: ${describe(reason)}`, "error"));
   process.on("uncaughtException", (err) => log(`Kept working after an uncaught exception: ${describe(err)}`, "error"));
-  loadQueries();
   // three: a chunk written, the next one resolved, and reverse_entries refreshed behind them (and
-  // one more of postgres.js's own, opened by worker.start(), listening for submissions)
-  const db = openPostgres(config.databaseUrl, { max: 3, timeouts: config.databaseTimeouts });
-  await migrate(db);
+  // one more of postgres.js's own, opened by worker.start(), listening for submissions: on
+  // DATABASE_DIRECT_URL behind a pooler, and none there without it)
+  const db = await openPostgresDatabase(config.databaseUrl, {
+    max: 3,
+    timeouts: config.databaseTimeouts,
+    directUrl: config.databaseDirectUrl,
+  }, config.databasePooler);
   const worker = createWorker(jobRunDeps(config, { db, now: () => new Date(), log }));
   await worker.start();
   // webhook deliveries too, sharing the claims with the servers (src/webhooks/deliver.ts)

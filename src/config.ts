@@ -13,6 +13,8 @@ const EnvSchema = v.object({
   PUBLIC_URL: v.optional(Url),
   DATABASE_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"))),
   DATABASE_POOL_SIZE: v.optional(Int(1, 100), "4"),
+  DATABASE_POOLER: v.optional(v.picklist(["auto", "none", "transaction"], "must be auto, none or transaction"), "auto"),
+  DATABASE_DIRECT_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"))),
   DB_CONNECT_TIMEOUT_MS: v.optional(Int(100, 600_000), String(DEFAULT_DB_TIMEOUTS.connectMs)),
   DB_STATEMENT_TIMEOUT_MS: v.optional(Int(100, 3_600_000), String(DEFAULT_DB_TIMEOUTS.statementMs)),
   DB_IDLE_TIMEOUT_MS: v.optional(Int(100, 3_600_000), String(DEFAULT_DB_TIMEOUTS.idleMs)),
@@ -75,6 +77,13 @@ export interface Config {
   publicUrl: string;
   databaseUrl?: string;
   databasePoolSize: number;
+  /**
+   * transaction: DATABASE_URL is a pooler in transaction mode (PgBouncer); auto (default) detects
+   * one at the first connection; none: PostgreSQL itself.
+   */
+  databasePooler: "auto" | "none" | "transaction";
+  /** PostgreSQL itself, when DATABASE_URL is a pooler: job workers LISTEN there (without it they poll). */
+  databaseDirectUrl?: string;
   databaseTimeouts: DbTimeouts;
   dataDir: string;
   staleAfterDays: number;
@@ -167,6 +176,8 @@ export function readConfig(env: Record<string, string | undefined>): Config {
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databasePooler: e.DATABASE_POOLER,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL,
     databaseTimeouts: { connectMs: e.DB_CONNECT_TIMEOUT_MS, statementMs: e.DB_STATEMENT_TIMEOUT_MS, idleMs: e.DB_IDLE_TIMEOUT_MS },
     dataDir: e.DATA_DIR,
     staleAfterDays: e.STALE_AFTER_DAYS,

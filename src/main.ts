@@ -175,6 +175,8 @@ async function main(): Promise<void> {
     max: config.databasePoolSize,
     dataDir: embedded ? join(config.dataDir, "pgdata") : undefined,
     timeouts: config.databaseTimeouts,
+    pooler: config.databasePooler,
+    directUrl: config.databaseDirectUrl,
     // one of the pool's connections kept for the metering lane (src/db/postgres.ts)
     lane: true,
   });

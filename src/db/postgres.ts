@@ -1,7 +1,8 @@
 // The PostgreSQL driver (postgres.js), used when DATABASE_URL is set.
 import { metrics } from "../observe/metrics.ts";
 import postgres from "postgres";
-import { boundedTransaction, withDeadline } from "./deadline.ts";
+import { boundedTransaction, DatabaseTimeoutError, withDeadline } from "./deadline.ts";
+import { sql as queryText } from "./queries.ts";
 import { DEADLINE_MARGIN_MS, DEFAULT_DB_TIMEOUTS, type ArrayRows, type Db, type DbTimeouts, type Row, type TransactionOptions } from "./types.ts";
 
 type Sql = postgres.Sql | postgres.TransactionSql;
@@ -28,6 +29,8 @@ function toWire(value: unknown): unknown {
 interface Conn {
   sql: Sql;
   deadlineMs: number;
+  /** Named prepared statements; off behind a pooler in transaction mode, which cannot keep them. */
+  prepare: boolean;
   /** Called when a deadline passes: the connection may be stuck for good. */
   onStuck: () => void;
 }
@@ -43,7 +46,7 @@ interface Conn {
  */
 async function collect(conn: Conn, text: string, params: readonly unknown[], arrays: boolean): Promise<ArrayRows & { rows: never[] }> {
   const box: { rows: unknown[] | null } = { rows: [] };
-  let statement = conn.sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: true });
+  let statement = conn.sql.unsafe(text, params.map(toWire) as postgres.ParameterOrJSON<never>[], { prepare: conn.prepare });
   // values() before forEach: forEach starts the statement
   if (arrays) statement = statement.values() as unknown as typeof statement;
   // a row arriving after the deadline gave the statement up finds the box gone: dropped, not a
@@ -61,7 +64,7 @@ async function collect(conn: Conn, text: string, params: readonly unknown[], arr
   }
 }
 
-function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullable<Db["listen"]>): Db {
+function wrap(current: () => Conn, close: () => Promise<void>, listen: Db["listen"]): Db {
   return {
     driver: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
@@ -86,9 +89,22 @@ function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullab
       const begin = (body: (tx: postgres.TransactionSql) => Promise<T>) => sql.begin(body) as Promise<T>;
       return await boundedTransaction(begin, (tx) => fn(wrap(() => ({ ...conn, sql: tx }), close, listen)), conn.deadlineMs, conn.onStuck);
     },
-    listen,
+    ...(listen && { listen }),
     close,
   };
+}
+
+export interface PostgresOptions {
+  max?: number;
+  timeouts?: DbTimeouts;
+  lane?: boolean;
+  /**
+   * "transaction": DATABASE_URL is a pooler in transaction mode (PgBouncer), where consecutive
+   * transactions of one client connection run on different server connections. See openPooled.
+   */
+  pooler?: "transaction";
+  /** PostgreSQL itself, for LISTEN behind a pooler; without it, listeners poll. */
+  directUrl?: string;
 }
 
 /**
@@ -97,15 +113,19 @@ function wrap(current: () => Conn, close: () => Promise<void>, listen: NonNullab
  * otherwise spread over all its connections in turn. One backend running them all, and nothing
  * else, keeps its caches warm: side by side, the metered lookup served 1.16 times as many requests
  * a second, and PostgreSQL spent 52 µs a request against 64 (docs/performance.md,
- * "Kept, and why"). It shows in pg_stat_activity as `walletid meter lane`.
+ * "Kept, and why"). It shows in pg_stat_activity as `walletid meter lane`. Behind a pooler the
+ * lane is one client connection like the others: the pooler picks the backend.
  */
-export function openPostgres(url: string, options: { max?: number; timeouts?: DbTimeouts; lane?: boolean } = {}): Db {
+export function openPostgres(url: string, options: PostgresOptions = {}): Db {
   const max = options.max ?? 4;
   const timeouts = options.timeouts ?? DEFAULT_DB_TIMEOUTS;
-  if (!options.lane || max < 2) return openPool(url, max, timeouts);
-  const pool = openPool(url, max - 1, timeouts);
+  const pooled = options.pooler === "transaction";
+  const openOne = (connections: number, applicationName?: string) =>
+    pooled ? openPooled(url, connections, timeouts, options.directUrl) : openPool(url, connections, timeouts, { applicationName });
+  if (!options.lane || max < 2) return openOne(max);
+  const pool = openOne(max - 1);
   // postgres.js connects on the first statement: a process that never meters never opens it
-  const lane = openPool(url, 1, timeouts, "walletid meter lane");
+  const lane = pooled ? openPooled(url, 1, timeouts) : openPool(url, 1, timeouts, { applicationName: "walletid meter lane" });
   return {
     ...pool,
     queryArrays: (text, params, queryOptions) => (queryOptions?.lane ? lane : pool).queryArrays(text, params),
@@ -115,7 +135,83 @@ export function openPostgres(url: string, options: { max?: number; timeouts?: Db
   };
 }
 
-function openPool(url: string, max: number, timeouts: DbTimeouts, applicationName?: string): Db {
+/**
+ * Whether `url` is a pooler in transaction mode: PgBouncer refuses a startup parameter it does not
+ * know (`unsupported startup parameter: plan_cache_mode`) before any statement. One connection,
+ * closed at once; any other failure answers no, and the open that follows reports it as usual.
+ */
+export async function detectPooler(url: string, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<"transaction" | undefined> {
+  const probe = postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: timeouts.connectMs / 1000,
+    fetch_types: false,
+    connection: { plan_cache_mode: "force_generic_plan" },
+  });
+  try {
+    await withDeadline(probe.unsafe("SELECT 1"), timeouts.connectMs + DEADLINE_MARGIN_MS, () => {});
+    return undefined;
+  } catch (err) {
+    return /unsupported startup parameter/i.test((err as Error).message) ? "transaction" : undefined;
+  } finally {
+    await probe.end({ timeout: 0 }).catch(() => {});
+  }
+}
+
+/**
+ * Behind a pooler in transaction mode (PgBouncer 1.18) a client connection keeps nothing between
+ * transactions, so: startup parameters only those PgBouncer tracks and sets again on whichever
+ * server connection it hands out (TimeZone); the others are the role's defaults
+ * (applyPooledSettings); no statement prepared under a name (postgres.js's own BEGIN and COMMIT
+ * were, and a COMMIT sent to a server connection that never saw it left a job uncommitted: read as
+ * missing right after its 202); and one statement or transaction at a time on each client
+ * connection, never pipelined: PgBouncer before 1.21 tracks one request at a time and hands the
+ * server connection to another client at the first ReadyForQuery outside a transaction, while a
+ * statement pipelined behind it may still be on its way there. So `max` single-connection
+ * clients, each lent to one caller at a time. LISTEN goes
+ * to `directUrl` (through the pooler it would stay on a server connection lent to others);
+ * without one there is none, and listeners poll.
+ */
+function openPooled(url: string, max: number, timeouts: DbTimeouts, directUrl?: string): Db {
+  const clients = Array.from({ length: max }, () => openPool(url, 1, timeouts, { pooled: true }));
+  const idle = [...clients];
+  const waiting: Array<(client: Db) => void> = [];
+  const waitMs = timeouts.statementMs + DEADLINE_MARGIN_MS;
+  const lend = async <T>(fn: (client: Db) => Promise<T>): Promise<T> => {
+    // a caller waits for a client as long as a statement may take, then fails as one timed out
+    const client =
+      idle.pop() ??
+      (await new Promise<Db>((resolve, reject) => {
+        const take = (lent: Db) => (clearTimeout(timer), resolve(lent));
+        const timer = setTimeout(() => {
+          waiting.splice(waiting.indexOf(take), 1);
+          reject(new DatabaseTimeoutError(waitMs));
+        }, waitMs);
+        waiting.push(take);
+      }));
+    try {
+      return await fn(client);
+    } finally {
+      const next = waiting.shift();
+      if (next) next(client);
+      else idle.push(client);
+    }
+  };
+  const direct = directUrl ? openPool(directUrl, 1, timeouts, { applicationName: "walletid listener" }) : undefined;
+  return {
+    driver: "postgres",
+    query: (text, params) => lend((client) => client.query(text, params)),
+    queryArrays: (text, params) => lend((client) => client.queryArrays(text, params)),
+    exec: (text) => lend((client) => client.exec(text)),
+    transaction: (fn, options) => lend((client) => client.transaction(fn, options)),
+    ...(direct?.listen && { listen: direct.listen }),
+    async close() {
+      await Promise.all([...clients.map((c) => c.close()), direct?.close()]);
+    },
+  };
+}
+
+function openPool(url: string, max: number, timeouts: DbTimeouts, mode: { applicationName?: string; pooled?: boolean }): Db {
   const connect = () =>
     postgres(url, {
       // Few connections suit few cores: calls of one account queue on its rate-window row, and
@@ -131,15 +227,16 @@ function openPool(url: string, max: number, timeouts: DbTimeouts, applicationNam
       // and return none, and a connection cut during that fetch would reject a promise nobody
       // awaits inside postgres.js (an unhandled rejection).
       fetch_types: false,
+      // behind a pooler no statement is prepared under a name, postgres.js's own BEGIN and COMMIT
+      // included: the next transaction may run on a server connection that never saw it
+      ...(mode.pooled ? { prepare: false } : {}),
       // Our statements are point lookups by key: a generic plan is right for all of them, and
       // re-planning `= ANY($1)` on every execution cost more than running it. JIT compiling
-      // never pays for itself on statements this short.
+      // never pays for itself on statements this short. (Behind a pooler: the role's defaults.)
       connection: {
-        ...(applicationName ? { application_name: applicationName } : {}),
+        ...(mode.applicationName ? { application_name: mode.applicationName } : {}),
         TimeZone: "UTC",
-        plan_cache_mode: "force_generic_plan",
-        jit: "off",
-        statement_timeout: timeouts.statementMs,
+        ...(mode.pooled ? {} : { plan_cache_mode: "force_generic_plan", jit: "off", statement_timeout: timeouts.statementMs }),
       },
       transform: { undefined: null },
     });
@@ -161,6 +258,7 @@ function openPool(url: string, max: number, timeouts: DbTimeouts, applicationNam
     const conn: Conn = {
       sql,
       deadlineMs: timeouts.statementMs + DEADLINE_MARGIN_MS,
+      prepare: !mode.pooled,
       onStuck: () => {
         if (conn !== current || closing) return;
         current = open();
@@ -176,16 +274,27 @@ function openPool(url: string, max: number, timeouts: DbTimeouts, applicationNam
       closing = true;
       await pool.end({ timeout: 5 });
     },
-    async (channel, onNotify) => {
-      const listener: Listener = { channel, onNotify, unlisten: async () => {} };
-      await attach(current.sql as postgres.Sql, listener);
-      listeners.add(listener);
-      return async () => {
-        listeners.delete(listener);
-        await listener.unlisten();
-      };
-    },
+    // never through a pooler (openPooled listens on a direct connection)
+    mode.pooled
+      ? undefined
+      : async (channel, onNotify) => {
+          const listener: Listener = { channel, onNotify, unlisten: async () => {} };
+          await attach(current.sql as postgres.Sql, listener);
+          listeners.add(listener);
+          return async () => {
+            listeners.delete(listener);
+            await listener.unlisten();
+          };
+        },
   );
+}
+
+/**
+ * Behind a pooler in transaction mode: the settings a direct connection sends at startup, stored
+ * as the role's defaults in this database (every connection the pooler opens after it has them).
+ */
+export async function applyPooledSettings(db: Db, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<void> {
+  await db.query(queryText("role_settings_apply"), [timeouts.statementMs]);
 }
 
 interface Listener {

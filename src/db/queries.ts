@@ -144,6 +144,7 @@ export const QUERY_NAMES = [
   "wallets_reset_last_updated",
   "links_select_farcaster_wallets",
   "farcaster_accounts_select_usernames",
+  "role_settings_apply",
 ] as const;
 
 export type QueryName = (typeof QUERY_NAMES)[number];
