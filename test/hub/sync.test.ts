@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { eachDatabase } from "../support/db.ts";
 import { createCustomer, startServer, json, type TestServer } from "../support/server.ts";
 import { address } from "../support/http.ts";
+import { loopbackOutbound } from "../support/outbound.ts";
 import { startFakeHub, type FakeHub } from "../support/fake-hub.ts";
 import { runHubSync, startHubSync, type HubSyncOptions } from "../../src/hub/sync.ts";
 import { readSync } from "../../src/hub/store.ts";
@@ -82,7 +83,8 @@ eachDatabase("hub sync", (get) => {
   before(async () => {
     hub = await startFakeHub({ numShards: 2, fidsPageSize: 3, eventsPageSize: 5 });
     seed(hub);
-    server = await startServer(get().db);
+    // an outbound so that a webhook endpoint can be registered for the watchlist test
+    server = await startServer(get().db, { app: { outbound: loopbackOutbound() } });
     ({ apiKey: key } = await createCustomer(get().db, { packs: [{ pack: "Agent", quantity: 20 }], now: server.clock.now() }));
   });
   after(async () => {
@@ -232,6 +234,32 @@ eachDatabase("hub sync", (get) => {
     await stopB();
     assert.equal((await lookup(wallet(1, 6))).data.farcaster.username, "user1");
     assert.equal((await readSync(get().db)).holder, null);
+  });
+
+  test("watched wallets: a hub removal and a username change each send one wallet.changed with cause hub", async () => {
+    const registered = await server.request("/api/v1/webhooks", {
+      method: "POST",
+      key,
+      body: JSON.stringify({ url: "http://127.0.0.1:9/hook", events: ["wallet.changed"] }),
+    });
+    assert.equal(registered.status, 201);
+    const watched = await server.request("/api/v1/watchlist", { method: "POST", key, body: JSON.stringify({ wallets: [wallet(12, 0), wallet(9, 0)] }) });
+    assert.ok(watched.ok, await watched.clone().text());
+    hub.removeVerification(12, wallet(12, 0));
+    hub.setUsername(9, "nine-renamed");
+    await followToHead();
+    const events = await get().db.query<{ body: string }>("SELECT body FROM webhook_events WHERE type = 'wallet.changed' ORDER BY created_at");
+    const data = events.map((e) => JSON.parse(e.body).data);
+    const removed = data.filter((d) => d.wallet === wallet(12, 0));
+    assert.equal(removed.length, 1, JSON.stringify(data));
+    assert.equal(removed[0].cause, "hub");
+    assert.deepEqual(removed[0].changes.find((c: { field: string }) => c.field === "farcaster"), { field: "farcaster", before: "user12", after: null });
+    assert.equal(removed[0].record, null);
+    const renamed = data.filter((d) => d.wallet === wallet(9, 0));
+    assert.equal(renamed.length, 1, JSON.stringify(data));
+    assert.equal(renamed[0].cause, "hub");
+    assert.deepEqual(renamed[0].changes.find((c: { field: string }) => c.field === "farcaster"), { field: "farcaster", before: "user9", after: "nine-renamed" });
+    assert.equal(renamed[0].record.farcaster.username, "nine-renamed");
   });
 });
 
