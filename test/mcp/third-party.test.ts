@@ -41,7 +41,7 @@ eachDatabase("MCP Inspector CLI and conformance scenarios", (get) => {
     const out = await inspector(["--method", "tools/list"]);
     assert.equal(out.code, 0, out.stderr);
     const names = JSON.parse(out.stdout).tools.map((t: { name: string }) => t.name);
-    assert.equal(names.length, 8);
+    assert.equal(names.length, 10);
     assert.ok(names.includes("walletid_resolve_wallets"));
   });
 

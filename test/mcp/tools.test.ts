@@ -1,4 +1,4 @@
-// The eight MCP tools end to end through a real listening server, with the v1 SDK client (2025
+// The MCP tools end to end through a real listening server, with the v1 SDK client (2025
 // revisions) and the v2 client pinned to 2026-07-28: after every spending call the ledger, the
 // balance and the /usage route keys say what the REST API would have said.
 import assert from "node:assert/strict";
