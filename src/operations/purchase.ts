@@ -61,7 +61,7 @@ export type Purchase =
   | { kind: "bought"; body: ReturnType<typeof purchaseBody>; paymentResponse: SettleResponse }
   | PaymentRequired
   /** Money may have moved and nothing was granted: the reference to quote to support. */
-  | { kind: "settlement_uncertain"; reference: string; settledForSure: boolean };
+  | { kind: "settlement_uncertain"; reference: string };
 
 /** The account a top-up credits, from Authorization; undefined without one. Refusals come before any 402. */
 async function topupAccount(deps: OperationDeps, credential: string | undefined): Promise<{ accountId: string; prefix: string } | undefined> {
@@ -140,7 +140,7 @@ async function answerClaimed(deps: PurchaseDeps, asked: PaymentRequired, first: 
     const paymentResponse: SettleResponse = { success: true, transaction: claim.tx_hash ?? "", network: claim.network as `${string}:${string}`, payer: claim.payer };
     return await grantSettled(deps, claim.id, paymentResponse);
   }
-  if (claim.state !== "granted") return { kind: "settlement_uncertain", reference: claim.id, settledForSure: false };
+  if (claim.state !== "granted") return { kind: "settlement_uncertain", reference: claim.id };
   return await replayAnswer(deps, claim);
 }
 
@@ -172,7 +172,7 @@ async function settleAndGrant(deps: PurchaseDeps, asked: PaymentRequired, paymen
   if (settled.state !== "settled") {
     deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`, "warn");
     await recordOutcome(deps.db, { id: paymentId, state: "unknown", reason: settled.reason, txHash: settled.response?.transaction, now: deps.now() }).catch(() => {});
-    return { kind: "settlement_uncertain", reference: paymentId, settledForSure: false };
+    return { kind: "settlement_uncertain", reference: paymentId };
   }
   return await grantSettled(deps, paymentId, settled.response, true);
 }
