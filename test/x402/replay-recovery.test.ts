@@ -23,6 +23,7 @@ eachDatabase("x402 purchase completed by a replay", (get) => {
   const clock = createClock(new Date());
   let facilitator: Facilitator;
   let server: TestServer;
+  let blind: TestServer;
   let failing: string[] = [];
 
   before(async () => {
@@ -34,8 +35,11 @@ eachDatabase("x402 purchase completed by a replay", (get) => {
       clock,
       env: { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: PAY_TO, UPSTREAM_TIMEOUT_MS: "1000", X402_RPC_URL: `${facilitator.url}/rpc` },
     });
+    // the same, with no X402_RPC_URL: it cannot look at the chain
+    blind = await startServer(db, { clock, env: { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: PAY_TO, UPSTREAM_TIMEOUT_MS: "1000" } });
   });
   after(async () => {
+    await blind.close();
     await server.close();
     await facilitator.close();
   });
@@ -130,6 +134,17 @@ eachDatabase("x402 purchase completed by a replay", (get) => {
     assert.deepEqual((await payment(buyer)).grants, [12], "granted once");
     const keys = await get().db.query("SELECT k.id FROM api_keys k JOIN x402_wallets w ON w.account_id = k.account_id WHERE w.wallet = $1", [buyer.address]);
     assert.equal(keys.length, 1);
+    assert.equal(facilitator.token.balanceOf(buyer.address), 4_000_000n, "money moved once");
+  });
+
+  test("killed after settlement with no X402_RPC_URL: the taken-over claim is kept as unknown (500 with its reference), nothing granted", async () => {
+    const buyer = await newBuyer(facilitator, 5);
+    await failingWhile([GRANT, RECORD], async () => expectStatus(await buyer.pay(`${blind.url}/api/x402/buy`, buyInit(1)), 503));
+    clock.advance(STALE_MS);
+    const res = await expectStatus(await fetch(`${blind.url}/api/x402/buy`, buyInit(1, { "PAYMENT-SIGNATURE": lastSignature(buyer) })), 500);
+    const { id, state, grants } = await payment(buyer);
+    assert.equal(res.body.settlement, id);
+    assert.deepEqual({ state, grants }, { state: "unknown", grants: [] });
     assert.equal(facilitator.token.balanceOf(buyer.address), 4_000_000n, "money moved once");
   });
 });
