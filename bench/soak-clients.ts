@@ -27,7 +27,7 @@ export interface Tally {
   jobsAccepted: Set<string>;
   /** Signed payments answered 200, and the keys they were made under. */
   purchases: number;
-  /** Signed payments given up after 30 s without a 200 (a claim whose server was killed, a grant left to the operator). */
+  /** Signed payments given up after 90 s without a 200. */
   purchasesAbandoned: number;
   purchaseFailures: string[];
   /** The buyer's wallet and what the faucet gave it, to read what the facilitator settled. */
@@ -225,9 +225,9 @@ export async function buyerCaller(target: Target, facilitatorUrl: string): Promi
     }
     const required = decodePaymentRequiredHeader(challenge.headers.get("PAYMENT-REQUIRED")!);
     const signature = encodePaymentSignatureHeader(await client.createPaymentPayload(required));
-    // a claim whose server was killed before it settled is never settled by a replay, which
-    // answers 503 after waiting for it: after 30 s of that a buyer signs a new payment
-    const giveUpAt = target.clock() + 30_000;
+    // a claim whose server was killed is taken over by a replay once it is older than twice
+    // UPSTREAM_TIMEOUT_MS plus 30 s (50 s by default): a buyer resends the same payment for 90 s
+    const giveUpAt = target.clock() + 90_000;
     for (;;) {
       if (target.clock() > giveUpAt) {
         target.tally.purchasesAbandoned++;

@@ -168,6 +168,8 @@ async function main(): Promise<number> {
       JOB_LEASE_SECONDS: "10",
       X402_FACILITATOR_URL: facilitator.url,
       X402_PAY_TO: SOAK_PAY_TO,
+      // a replay of a purchase whose server was killed after settling reads the token here
+      X402_RPC_URL: `${facilitator.url}/rpc`,
     };
     const ports = await Promise.all(Array.from({ length: SERVERS }, () => freePort()));
     const servers = ports.map((port, i) => serverChild(i + 1, port, env));

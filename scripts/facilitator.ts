@@ -6,12 +6,15 @@
 //   POST /verify, /settle    {x402Version, paymentPayload, paymentRequirements}, the x402 facilitator API
 //   POST /faucet             {address, amount} (amount: a string of atomic units) -> {address, balance}
 //   GET  /balance/{address}  -> {address, balance}
+//   POST /rpc                a JSON-RPC view of the token for X402_RPC_URL: eth_chainId, and eth_call
+//                            of authorizationState(authorizer, nonce)
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { AddressInfo } from "node:net";
 import { realpathSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { decodeFunctionData, encodeFunctionResult, isAddressEqual, parseAbi, type Hex } from "viem";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
@@ -73,6 +76,24 @@ export function facilitatorApp(token: Eip3009Token, log: (line: string) => void 
     const address = c.req.param("address");
     if (!isAddress(address)) return c.json({ error: "Invalid address: 0x followed by 40 hex characters" }, 400);
     return c.json({ address: address.toLowerCase(), balance: token.balanceOf(address).toString() });
+  });
+
+  const abi = parseAbi(["function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"]);
+  app.post("/rpc", async (c) => {
+    const body = (await c.req.json().catch(() => undefined)) as { id?: unknown; method?: unknown; params?: unknown[] } | undefined;
+    const id = body?.id ?? null;
+    const fail = (message: string) => c.json({ jsonrpc: "2.0", id, error: { code: -32602, message } });
+    if (body?.method === "eth_chainId") return c.json({ jsonrpc: "2.0", id, result: `0x${token.chainId.toString(16)}` });
+    if (body?.method !== "eth_call") return c.json({ jsonrpc: "2.0", id, error: { code: -32601, message: "method not supported" } });
+    const call = body.params?.[0] as { to?: string; data?: string; input?: string } | undefined;
+    const data = (call?.data ?? call?.input) as Hex | undefined;
+    if (!call?.to || !isAddress(call.to) || !isAddressEqual(call.to as Hex, token.address) || !data) return fail("only calls to the token are answered");
+    try {
+      const { args } = decodeFunctionData({ abi, data });
+      return c.json({ jsonrpc: "2.0", id, result: encodeFunctionResult({ abi, functionName: "authorizationState", result: token.authorizationState(args[0], args[1]) }) });
+    } catch {
+      return fail("only authorizationState(address,bytes32) is answered");
+    }
   });
 
   return app;

@@ -33,6 +33,8 @@ const EnvSchema = v.object({
   X402_FACILITATOR_URL: v.optional(Url),
   CURSOR_SECRET: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   X402_PAY_TO: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"))),
+  /** A Base JSON-RPC endpoint: a replay that took over an orphaned purchase looks there whether the transfer happened. */
+  X402_RPC_URL: v.optional(Url),
   /** Atomic USDC units a paid call costs per match it bills (83334: the Agent pack's price of a match, rounded up). */
   X402_MATCH_PRICE: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,14}$/, "must be a whole number of atomic units, at least 1")), "83334"),
   REACHABILITY_DAILY_LIMIT: v.optional(Int(0, 10_000_000), "10000"),
@@ -111,6 +113,7 @@ export interface Config {
     xBearerToken?: string;
     x402FacilitatorUrl?: string;
     x402PayTo?: string;
+    x402RpcUrl?: string;
     /** Atomic units a call paid over x402 costs per match it bills. */
     x402MatchPrice: bigint;
   };
@@ -196,6 +199,7 @@ export function readConfig(env: Record<string, string | undefined>): Config {
       xBearerToken: e.X_BEARER_TOKEN,
       x402FacilitatorUrl: e.X402_FACILITATOR_URL,
       x402PayTo: e.X402_PAY_TO,
+      x402RpcUrl: e.X402_RPC_URL,
       x402MatchPrice: BigInt(e.X402_MATCH_PRICE),
     },
     maintenance: {

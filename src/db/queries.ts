@@ -87,6 +87,8 @@ export const QUERY_NAMES = [
   "x402_payments_record_outcome",
   "x402_payments_lock",
   "x402_payments_mark_granted",
+  "x402_payments_take_over",
+  "x402_payments_select_by_id",
   "x402_wallets_count_purchase",
   "x402_wallets_set_account",
   "x402_wallets_select_keys",

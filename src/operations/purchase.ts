@@ -6,8 +6,9 @@ import { readCredits } from "../ledger/accounts.ts";
 import { isApiKeyShape } from "../ledger/keys.ts";
 import { ApiError } from "../http/errors.ts";
 import { keyDigest } from "../http/meter.ts";
-import { createPaymentServer, decodePayment, paymentRequirements, replayKey, settlePayment, verifyPayment, type PaymentServer } from "../x402/payment.ts";
-import { claimPayment, findClaim, grantPayment, MATCHES_PER_PACK, MAX_KEYS_PER_WALLET, PACK, recordOutcome, walletAccount, type Claim, type Grant } from "../x402/purchase.ts";
+import { createPaymentServer, decodePayment, paymentRequirements, replayKey, settlePayment, verifyPayment, type PaymentServer, type ReplayKey } from "../x402/payment.ts";
+import { authorizationReader, type AuthorizationUsed } from "../x402/chain.ts";
+import { claimPayment, findClaim, findClaimById, grantPayment, MATCHES_PER_PACK, MAX_KEYS_PER_WALLET, PACK, recordOutcome, takeOverClaim, walletAccount, type Claim, type Grant } from "../x402/purchase.ts";
 import type { OperationDeps } from "./deps.ts";
 import { outcomeOf, type Outcome } from "./outcome.ts";
 
@@ -15,10 +16,16 @@ import { outcomeOf, type Outcome } from "./outcome.ts";
 const OAUTH_TOKEN_PREFIX = "wid_mcp_";
 /** How long a second submission of a payment being settled waits for the first one's outcome. */
 const REPLAY_WAIT_MS = 15_000;
+/** Beyond twice the facilitator timeout (verify and settle), how long a live claimer may take to record its outcome. */
+const CLAIM_GRACE_MS = 30_000;
+/** Attempts at recording a settlement whose grant failed. */
+const RECORD_ATTEMPTS = 3;
 
 export interface PurchaseDeps extends OperationDeps {
   /** The resource server; undefined when purchases are off (X402_FACILITATOR_URL or X402_PAY_TO unset). */
   payments: PaymentServer | undefined;
+  /** Whether the chain has used an authorization's nonce (X402_RPC_URL); undefined when unset. */
+  authorizationUsed?: AuthorizationUsed;
 }
 
 /**
@@ -33,7 +40,9 @@ export function createPurchaseDeps(deps: OperationDeps, payments?: PaymentServer
   if (!server) {
     deps.log(`Purchases are off: set ${[!facilitatorUrl && "X402_FACILITATOR_URL", !payTo && "X402_PAY_TO"].filter(Boolean).join(" and ")} to sell packs over x402 (POST /api/x402/buy answers 503)`);
   }
-  return { ...deps, payments: server };
+  const rpcUrl = deps.config.upstreams.x402RpcUrl;
+  const authorizationUsed = rpcUrl ? authorizationReader({ rpcUrl, timeoutMs: deps.config.jobs.upstreamTimeoutMs }) : undefined;
+  return { ...deps, payments: server, authorizationUsed };
 }
 
 /** What the buyer is asked to pay: a fresh challenge for this quantity; `reason` says why the last payment was refused. */
@@ -52,7 +61,7 @@ export type Purchase =
   | { kind: "bought"; body: ReturnType<typeof purchaseBody>; paymentResponse: SettleResponse }
   | PaymentRequired
   /** Money may have moved and nothing was granted: the reference to quote to support. */
-  | { kind: "settlement_uncertain"; reference: string; settledForSure: boolean };
+  | { kind: "settlement_uncertain"; reference: string };
 
 /** The account a top-up credits, from Authorization; undefined without one. Refusals come before any 402. */
 async function topupAccount(deps: OperationDeps, credential: string | undefined): Promise<{ accountId: string; prefix: string } | undefined> {
@@ -81,15 +90,45 @@ function purchaseBody(grant: { apiKey?: string; quantity: number; matchesAvailab
   };
 }
 
+/** The payment a request carries, once decoded and matched: what settling it again needs. */
+interface Presented {
+  payload: DecodedPayload;
+  matched: PaymentRequirements;
+  key: ReplayKey;
+}
+type DecodedPayload = Extract<ReturnType<typeof decodePayment>, { ok: true }>["payload"];
+
+/** How long a claim may stay without an outcome before a replay takes it over: its claimer is gone. */
+function staleAfterMs(deps: PurchaseDeps): number {
+  return 2 * deps.config.jobs.upstreamTimeoutMs + CLAIM_GRACE_MS;
+}
+
+/** A granted payment answered as a replay (no key, newly_granted false). */
+async function replayAnswer(deps: PurchaseDeps, claim: Claim): Promise<Purchase> {
+  const credits = await readCredits(deps.db, claim.account_id!, deps.now());
+  return {
+    kind: "bought",
+    body: purchaseBody({ quantity: claim.quantity, matchesAvailable: credits.available, newlyGranted: false, topupPrefix: claim.topup_prefix }),
+    paymentResponse: { success: true, transaction: claim.tx_hash ?? "", network: claim.network as `${string}:${string}`, payer: claim.payer },
+  };
+}
+
 /**
- * A payment already claimed: granted answers as a replay (no key, newly_granted false); one
- * still being settled is waited for; a failed one is refused again; an uncertain one repeats
- * its settlement reference.
+ * A payment already claimed: granted answers as a replay (no key, newly_granted false); settled
+ * but not granted (its grant failed or its process died) is granted now, once; one still being
+ * settled is waited for, and taken over and settled again when its claimer is gone; a failed one
+ * is refused again; an uncertain one repeats its settlement reference.
  */
-async function answerClaimed(deps: PurchaseDeps, asked: PaymentRequired, first: Claim): Promise<Purchase> {
+async function answerClaimed(deps: PurchaseDeps, asked: PaymentRequired, first: Claim, presented: Presented): Promise<Purchase> {
   let claim: Claim | undefined = first;
   const deadline = Date.now() + REPLAY_WAIT_MS;
-  while (claim && claim.state === "claimed" && Date.now() < deadline) {
+  while (claim && claim.state === "claimed") {
+    const now = deps.now();
+    if (await takeOverClaim(deps.db, { id: claim.id, staleBefore: new Date(now.getTime() - staleAfterMs(deps)), now })) {
+      deps.log(`x402 settlement ${claim.id}: its claimer recorded no outcome in time; a replay took it over`, "warn");
+      return await settleAndGrant(deps, asked, claim.id, presented, true);
+    }
+    if (Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
     claim = await findClaim(deps.db, claim);
   }
@@ -97,13 +136,105 @@ async function answerClaimed(deps: PurchaseDeps, asked: PaymentRequired, first: 
     throw new ApiError(503, "SERVICE_UNAVAILABLE", "This payment is still being settled: resend the same request shortly", { "Retry-After": "2" });
   }
   if (claim.state === "failed") return { ...asked, reason: claim.reason ?? "settlement_failed" };
-  if (claim.state !== "granted") return { kind: "settlement_uncertain", reference: claim.id, settledForSure: claim.state === "settled" };
-  const credits = await readCredits(deps.db, claim.account_id!, deps.now());
+  if (claim.state === "settled") {
+    const paymentResponse: SettleResponse = { success: true, transaction: claim.tx_hash ?? "", network: claim.network as `${string}:${string}`, payer: claim.payer };
+    return await grantSettled(deps, claim.id, paymentResponse);
+  }
+  if (claim.state !== "granted") return { kind: "settlement_uncertain", reference: claim.id };
+  return await replayAnswer(deps, claim);
+}
+
+/**
+ * Settles a claimed payment and grants it. `retaken`: a replay took the claim over from a claimer
+ * that died, which may have settled it already; a refusal then (the nonce is used) cannot tell
+ * whether money moved, so it is kept as unknown for a check on chain, never as failed.
+ */
+async function settleAndGrant(deps: PurchaseDeps, asked: PaymentRequired, paymentId: string, presented: Presented, retaken: boolean): Promise<Purchase> {
+  const settled = await settlePayment(asked.payments, presented.payload, presented.matched);
+  if (settled.state !== "settled" && retaken) {
+    const onChain = await lookOnChain(deps, presented);
+    if (onChain === true) {
+      // the dead claimer's transfer went through: record it, then grant it as it would have
+      deps.log(`x402 settlement ${paymentId}: the chain shows the authorization used; granting the orphaned purchase`, "warn");
+      await recordOutcome(deps.db, { id: paymentId, state: "settled", now: deps.now() });
+      return await grantSettled(deps, paymentId, { success: true, transaction: "", network: presented.matched.network as `${string}:${string}`, payer: presented.key.payer });
+    }
+    if (onChain === false && settled.state === "failed") {
+      // the nonce is unused: nothing moved, neither then nor now
+      await recordOutcome(deps.db, { id: paymentId, state: "failed", reason: settled.reason, now: deps.now() });
+      return { ...asked, reason: settled.reason, settled: settled.response };
+    }
+  }
+  if (settled.state === "failed" && !retaken) {
+    await recordOutcome(deps.db, { id: paymentId, state: "failed", reason: settled.reason, now: deps.now() });
+    return { ...asked, reason: settled.reason, settled: settled.response };
+  }
+  if (settled.state !== "settled") {
+    deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`, "warn");
+    await recordOutcome(deps.db, { id: paymentId, state: "unknown", reason: settled.reason, txHash: settled.response?.transaction, now: deps.now() }).catch(() => {});
+    return { kind: "settlement_uncertain", reference: paymentId };
+  }
+  return await grantSettled(deps, paymentId, settled.response, true);
+}
+
+/** Whether the chain has used the payment's nonce; undefined when there is no X402_RPC_URL or it cannot be read. */
+async function lookOnChain(deps: PurchaseDeps, presented: Presented): Promise<boolean | undefined> {
+  if (!deps.authorizationUsed) return undefined;
+  try {
+    return await deps.authorizationUsed(presented.key);
+  } catch (err) {
+    deps.log(`x402: cannot read the chain at X402_RPC_URL: ${err instanceof Error ? err.message : String(err)}`, "warn");
+    return undefined;
+  }
+}
+
+/**
+ * Grants a payment whose settlement went through. When the grant cannot be written (the database
+ * failing), the settlement is recorded (retried briefly) and the buyer is told 503 with
+ * Retry-After: resending the same payment grants it then, once.
+ */
+async function grantSettled(deps: PurchaseDeps, paymentId: string, paymentResponse: SettleResponse, justSettled = false): Promise<Purchase> {
+  const txHash = paymentResponse.transaction;
+  let result;
+  try {
+    result = await grantPayment(deps.db, { paymentId, txHash, now: deps.now() });
+  } catch (err) {
+    deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not granted yet: ${err instanceof Error ? err.message : String(err)}`, "error");
+    if (justSettled) await recordSettled(deps, paymentId, txHash);
+    throw new ApiError(503, "SERVICE_UNAVAILABLE", "Payment settled but the pack could not be recorded yet: resend the same request (same PAYMENT-SIGNATURE) shortly to receive it; do not pay again", { "Retry-After": "2" });
+  }
+  if (!result.ok && result.code === "ALREADY_GRANTED") {
+    // a concurrent replay (or an operator's redeem) granted it first
+    const claim = await findClaimById(deps.db, paymentId);
+    if (claim) return await replayAnswer(deps, claim);
+  }
+  if (!result.ok) throw new Error(`x402 settlement ${paymentId}: grant refused (${result.code})`);
+  const grant = result.grant;
   return {
     kind: "bought",
-    body: purchaseBody({ quantity: claim.quantity, matchesAvailable: credits.available, newlyGranted: false, topupPrefix: claim.topup_prefix }),
-    paymentResponse: { success: true, transaction: claim.tx_hash ?? "", network: claim.network as `${string}:${string}`, payer: claim.payer },
+    body: purchaseBody({
+      apiKey: grant.key?.apiKey,
+      quantity: grant.quantity,
+      matchesAvailable: grant.matchesAvailable,
+      newlyGranted: true,
+      topupPrefix: grant.topupPrefix,
+      loyalty: grant.loyalty,
+    }),
+    paymentResponse,
   };
+}
+
+/** Records a settlement whose grant failed, a few times over a transient fault; a claim left unrecorded is taken over by a replay later. */
+async function recordSettled(deps: PurchaseDeps, paymentId: string, txHash: string): Promise<void> {
+  for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
+    try {
+      await recordOutcome(deps.db, { id: paymentId, state: "settled", txHash, now: deps.now() });
+      return;
+    } catch (err) {
+      deps.log(`x402 settlement ${paymentId}: recording the settlement failed (attempt ${attempt + 1}): ${err instanceof Error ? err.message : String(err)}`, "warn");
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+    }
+  }
 }
 
 /**
@@ -138,13 +269,14 @@ async function buy(deps: PurchaseDeps, credential: string | undefined, input: { 
   const matched = payments.resource.findMatchingRequirements([requirements], decoded.payload);
   if (!matched) return { ...asked, reason: "no_matching_payment_requirements" };
   const key = replayKey(matched, decoded.authorization);
+  const presented: Presented = { payload: decoded.payload, matched, key };
 
   const existing = await findClaim(deps.db, key);
   if (existing) {
     // the same signed authorization: tell what became of it; another signature over a used
     // nonce learns nothing
     if (existing.signature !== decoded.signature) return { ...asked, reason: "authorization_already_used" };
-    return await answerClaimed(deps, asked, existing);
+    return await answerClaimed(deps, asked, existing, presented);
   }
   if (!topup) {
     const own = await walletAccount(deps.db, key.payer);
@@ -161,7 +293,7 @@ async function buy(deps: PurchaseDeps, credential: string | undefined, input: { 
   if (!verified.ok) {
     // a concurrent submission of this payment may have settled it meanwhile (the nonce is used)
     const raced = await findClaim(deps.db, key);
-    if (raced && raced.signature === decoded.signature) return await answerClaimed(deps, asked, raced);
+    if (raced && raced.signature === decoded.signature) return await answerClaimed(deps, asked, raced, presented);
     return { ...asked, reason: verified.reason };
   }
 
@@ -179,42 +311,8 @@ async function buy(deps: PurchaseDeps, credential: string | undefined, input: { 
   if (!claimed) {
     const winner = await findClaim(deps.db, key);
     if (!winner || winner.signature !== decoded.signature) return { ...asked, reason: "authorization_already_used" };
-    return await answerClaimed(deps, asked, winner);
+    return await answerClaimed(deps, asked, winner, presented);
   }
 
-  const settled = await settlePayment(payments, decoded.payload, matched);
-  if (settled.state === "failed") {
-    await recordOutcome(deps.db, { id: paymentId, state: "failed", reason: settled.reason, now: deps.now() });
-    return { ...asked, reason: settled.reason, settled: settled.response };
-  }
-  if (settled.state === "unknown") {
-    deps.log(`x402 settlement ${paymentId}: outcome unknown (${settled.reason}); kept for redeem after a check on chain`, "warn");
-    await recordOutcome(deps.db, { id: paymentId, state: "unknown", reason: settled.reason, txHash: settled.response?.transaction, now: deps.now() }).catch(() => {});
-    return { kind: "settlement_uncertain", reference: paymentId, settledForSure: false };
-  }
-
-  const txHash = settled.response.transaction;
-  let result;
-  try {
-    // no separate "settled" write first: a claim reads `settled` only when its grant failed
-    result = await grantPayment(deps.db, { paymentId, txHash, now: deps.now() });
-  } catch (err) {
-    deps.log(`x402 settlement ${paymentId} (tx ${txHash}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`, "error");
-    await recordOutcome(deps.db, { id: paymentId, state: "settled", txHash, now: deps.now() }).catch(() => {});
-    return { kind: "settlement_uncertain", reference: paymentId, settledForSure: true };
-  }
-  if (!result.ok) throw new Error(`x402 settlement ${paymentId}: grant refused (${result.code})`);
-  const grant = result.grant;
-  return {
-    kind: "bought",
-    body: purchaseBody({
-      apiKey: grant.key?.apiKey,
-      quantity: grant.quantity,
-      matchesAvailable: grant.matchesAvailable,
-      newlyGranted: true,
-      topupPrefix: grant.topupPrefix,
-      loyalty: grant.loyalty,
-    }),
-    paymentResponse: settled.response,
-  };
+  return await settleAndGrant(deps, asked, paymentId, presented, false);
 }

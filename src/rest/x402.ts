@@ -49,10 +49,8 @@ function parseQuantity(body: Uint8Array): number {
   return result.output.quantity ?? 1;
 }
 
-function settlementFailure(c: Context, reference: string, settledForSure: boolean): Response {
-  const message = settledForSure
-    ? `Payment settled but the pack was not recorded: quote settlement reference ${reference} to support, who grant it once; do not pay again`
-    : `The payment facilitator did not confirm the settlement: the payment may have been taken and nothing was granted; quote settlement reference ${reference} to support; do not pay again`;
+function settlementFailure(c: Context, reference: string): Response {
+  const message = `The payment facilitator did not confirm the settlement: the payment may have been taken and nothing was granted; quote settlement reference ${reference} to support; do not pay again`;
   return c.json({ ...errorBody("INTERNAL_ERROR", message), settlement: reference }, 500);
 }
 
@@ -87,7 +85,7 @@ export function x402Routes(deps: X402Deps) {
       case "payment_required":
         return await challenge(c, bought);
       case "settlement_uncertain":
-        return settlementFailure(c, bought.reference, bought.settledForSure);
+        return settlementFailure(c, bought.reference);
       case "bought":
         c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(bought.paymentResponse));
         return c.json(bought.body);

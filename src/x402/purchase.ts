@@ -36,6 +36,11 @@ export async function findClaim(db: Db, key: ReplayKey): Promise<Claim | undefin
   return row;
 }
 
+export async function findClaimById(db: Db, id: string): Promise<Claim | undefined> {
+  const [row] = await db.query<Claim & Record<string, unknown>>(sql("x402_payments_select_by_id"), [id]);
+  return row;
+}
+
 /** Claims the authorization; false when another request claimed it first. */
 export async function claimPayment(
   db: Db,
@@ -64,6 +69,12 @@ export async function claimPayment(
     params.topup?.prefix ?? null,
     params.now,
   ]);
+  return rows.length > 0;
+}
+
+/** Takes over a claim made before `staleBefore` whose claimer recorded nothing; false when it is live, settled or taken. */
+export async function takeOverClaim(db: Db, params: { id: string; staleBefore: Date; now: Date }): Promise<boolean> {
+  const rows = await db.query(sql("x402_payments_take_over"), [params.id, params.staleBefore, params.now]);
   return rows.length > 0;
 }
 

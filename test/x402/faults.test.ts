@@ -1,6 +1,6 @@
 // Faults around a purchase: the facilitator down, slow past its timeout, settling with success
-// false or a 500, and the database failing after settlement (a 500 with a settlement reference
-// that `npm run admin -- x402 redeem REF` grants exactly once). Nothing is ever granted by a fault.
+// false or a 500, and the database failing after settlement (a 503: the settlement is recorded, and
+// a replay or `npm run admin -- x402 redeem REF` grants it exactly once). Nothing is granted by a fault.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
@@ -141,24 +141,23 @@ eachDatabase("x402 purchase faults", (get) => {
     }
   });
 
-  test("settled but not recorded: 500 with a reference, replays repeat it, redeem grants it exactly once", async () => {
+  test("settled but the grant failed: 503 with Retry-After and the settlement recorded; redeem grants it exactly once", async () => {
     const buyer = await newBuyer(facilitator, 5);
     db.fail = true;
     let res;
     try {
-      res = await unchanged("database down after settlement", async () => expectStatus(await buyer.pay(`${server.url}/api/x402/buy`, buyInit(2)), 500));
+      res = await unchanged("database down after settlement", async () => expectStatus(await buyer.pay(`${server.url}/api/x402/buy`, buyInit(2)), 503));
     } finally {
       db.fail = false;
     }
-    const reference = res.body.settlement as string;
-    assert.deepEqual(Object.keys(res.body).sort(), ["code", "error", "settlement"]);
+    assert.equal(res.headers.get("retry-after"), "2");
+    assertErrorBody(res, "SERVICE_UNAVAILABLE");
     assert.match(res.body.error, /settled/);
     assert.equal(facilitator.token.balanceOf(buyer.address), 3_000_000n, "the money moved");
-    const [claim] = await get().db.query<{ state: string; tx_hash: string }>("SELECT state, tx_hash FROM x402_payments WHERE id = $1", [reference]);
+    const [claim] = await get().db.query<{ id: string; state: string; tx_hash: string }>("SELECT id, state, tx_hash FROM x402_payments WHERE payer = $1", [buyer.address]);
     assert.equal(claim.state, "settled");
     assert.match(claim.tx_hash, /^0x[0-9a-f]{64}$/);
-    const replay = await expectStatus(await fetch(`${server.url}/api/x402/buy`, buyInit(2, { "PAYMENT-SIGNATURE": lastSignature(buyer) })), 500);
-    assert.equal(replay.body.settlement, reference, "a replay repeats the reference and grants nothing");
+    const reference = claim.id;
 
     let apiKey: string;
     const url = get().url;
