@@ -28,6 +28,8 @@ export interface EventsCaseOptions {
   lines: number;
   /** Wallets of import (b) that are watched. */
   watched: number;
+  /** The delivery loop's limit of one endpoint's attempts in flight (its default when absent). */
+  perEndpoint?: number;
   log: (line: string) => void;
 }
 
@@ -154,7 +156,7 @@ export async function runEventsCase(o: EventsCaseOptions): Promise<EventsCaseRep
         const [{ events }] = await db.query<{ events: number }>(
           "SELECT count(*)::int AS events FROM webhook_deliveries WHERE status = 'pending'",
         );
-        const loop = createDeliverer({ db, config, outbound, now: () => new Date(), log: (line) => o.log(`delivery: ${line}`) });
+        const loop = createDeliverer({ db, config, outbound, now: () => new Date(), log: (line) => o.log(`delivery: ${line}`), perEndpoint: o.perEndpoint });
         await loop.start();
         try {
           await receiver.waitFor(before + events, 300_000);
