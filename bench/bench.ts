@@ -6,9 +6,9 @@
 // latency and the CPU time per request of its server process and of PostgreSQL (from /proc),
 // which is steadier than req/s on a shared machine; the run ends with the ratios and the
 // acceptance targets, each marked met or missed. docs/performance.md explains the method and
-// keeps the figures.
+// keeps the figures. Over 450 lines: the one entry that reads every option and starts every case.
 //
-//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall|hub|scale] [--duration 10] [--warmup 3]
+//   npm run bench -- [--case all|lookup|reverse|mcp|job|purchase|percall|hub|scale|events] [--duration 10] [--warmup 3]
 //                    [--rounds 2] [--connections 32] [--reverse-clients 8] [--wallets 1000000]
 //                    [--rebuild] [--server-wait 10] [--server-entry src/main.ts] [--job-size 100000]
 //                    [--purchase-clients 8] [--before-entry PATH] [--base-wallets 1000000]
@@ -20,8 +20,9 @@
 // (say 10000000) in the database BENCH_SCALE_DATABASE (default BENCH_DATABASE_<wallets>). So does
 // percall (bench/percall.ts: single lookups paid per call over x402 against key-metered ones, on
 // one server), and hub (bench/hub.ts; --hub-fids 100000 --hub-events 10000 --hub-concurrency 32,
-// --duration the seconds of its latency phase), alone on a database of its own. The rounds are
-// bench/rounds.ts.
+// --duration the seconds of its latency phase), alone on a database of its own, and events
+// (bench/events.ts; --events-lines 100000 --events-watched 10000, --events-per-endpoint N, --rounds default 3), likewise.
+// The rounds are bench/rounds.ts.
 // --before-entry starts a second metered server from another checkout's entry (for example the
 // previous commit's src/main.ts on the same database) and drives its metered cases in the same
 // rounds as this one's, so a change is measured side by side under the same load.
@@ -54,6 +55,7 @@ import { checkReverse, reverseCases } from "./reverse.ts";
 import { runRounds, type BenchCase, type CaseId } from "./rounds.ts";
 import { runScaleCase } from "./scale.ts";
 import { printHubReport, runHubCase } from "./hub.ts";
+import { printEventsReport, runEventsCase } from "./events.ts";
 import { ROOT, startServer, type ChildServer } from "./servers.ts";
 import { parseOptedOut, setOptedOut } from "./opted-out.ts";
 
@@ -63,12 +65,14 @@ const BENCH_DATABASE = process.env.BENCH_DATABASE ?? "walletid_bench";
 const GROUPS = ["lookup", "reverse", "mcp", "job", "purchase", "percall", "hub"] as const;
 type Group = (typeof GROUPS)[number];
 /** Cases `--case all` leaves out: scale builds and measures a second, larger index. */
-const APART = ["scale"] as const;
+const APART = ["scale", "events"] as const;
 
 interface Settings {
   durationSeconds: number;
   warmupSeconds: number;
   rounds: number;
+  /** --rounds was given (the events case defaults to 3, the others to 2). */
+  roundsGiven: boolean;
   connections: number;
   wallets: number;
   /** The smaller index of --case scale. */
@@ -86,6 +90,10 @@ interface Settings {
   hubFids: number;
   hubEvents: number;
   hubConcurrency: number;
+  eventsLines: number;
+  eventsWatched: number;
+  /** The delivery loop's per-endpoint limit in the events case (the loop's default when absent). */
+  eventsPerEndpoint: number | undefined;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -94,7 +102,7 @@ function readSettings(argv: string[]): Settings {
     options: {
       duration: { type: "string", default: "10" },
       warmup: { type: "string", default: "3" },
-      rounds: { type: "string", default: "2" },
+      rounds: { type: "string" },
       connections: { type: "string", default: "32" },
       wallets: { type: "string", default: "1000000" },
       "base-wallets": { type: "string", default: "1000000" },
@@ -110,6 +118,9 @@ function readSettings(argv: string[]): Settings {
       "hub-fids": { type: "string", default: "100000" },
       "hub-events": { type: "string", default: "10000" },
       "hub-concurrency": { type: "string", default: "32" },
+      "events-lines": { type: "string", default: "100000" },
+      "events-watched": { type: "string", default: "10000" },
+      "events-per-endpoint": { type: "string" },
     },
   });
   const whole = (name: string, value: string, min: number) => {
@@ -120,7 +131,8 @@ function readSettings(argv: string[]): Settings {
   return {
     durationSeconds: whole("duration", values.duration, 1),
     warmupSeconds: whole("warmup", values.warmup, 0),
-    rounds: whole("rounds", values.rounds, 1),
+    rounds: whole("rounds", values.rounds ?? "2", 1),
+    roundsGiven: values.rounds !== undefined,
     connections: whole("connections", values.connections, 1),
     wallets: whole("wallets", values.wallets, 1000),
     baseWallets: whole("base-wallets", values["base-wallets"], 1000),
@@ -136,6 +148,9 @@ function readSettings(argv: string[]): Settings {
     hubFids: whole("hub-fids", values["hub-fids"], 10),
     hubEvents: whole("hub-events", values["hub-events"], 10),
     hubConcurrency: whole("hub-concurrency", values["hub-concurrency"], 1),
+    eventsLines: whole("events-lines", values["events-lines"], 10),
+    eventsWatched: whole("events-watched", values["events-watched"], 1),
+    eventsPerEndpoint: values["events-per-endpoint"] === undefined ? undefined : whole("events-per-endpoint", values["events-per-endpoint"], 1),
   };
 }
 
@@ -155,6 +170,7 @@ const RESULTS_FILE: Record<Settings["case"], string> = {
   scale: "scale-results.json",
   percall: "percall-results.json",
   hub: "hub-results.json",
+  events: "events-results.json",
 };
 
 async function main(): Promise<number> {
@@ -164,6 +180,8 @@ async function main(): Promise<number> {
   if (settings.case === "scale") return await scale(settings, log, startedAt);
   // the hub case fills a database of its own from a fake hub: it needs no generated index
   if (settings.case === "hub") return await hubOnly(settings, log);
+  // so does the events case (imports into an empty index, and a local webhook receiver)
+  if (settings.case === "events") return await eventsOnly(settings, log);
   // percall only when asked for: it adds minutes of paid calls to a full run
   const runs = (group: Group) => settings.case === group || (settings.case === "all" && group !== "percall");
 
@@ -410,6 +428,28 @@ async function hubOnly(settings: Settings, log: (line: string) => void): Promise
   const seconds = Math.round((performance.now() - startedAt) / 1000);
   log(`Wrote .bench/${RESULTS_FILE.hub} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
   return hub.targets.every((t) => t.met) ? 0 : 1;
+}
+
+/** --case events: the events case alone, on its own database (BENCH_DATABASE + _events); exits 1 when a target is missed. */
+async function eventsOnly(settings: Settings, log: (line: string) => void): Promise<number> {
+  const startedAt = performance.now();
+  log(`Events case: ${availableParallelism()} CPUs, Node ${process.version}; the imports, the delivery loop and the receiver share this process.`);
+  const events = await runEventsCase({
+    serverUrl: SERVER_URL,
+    database: BENCH_DATABASE,
+    rounds: settings.roundsGiven ? settings.rounds : 3,
+    lines: settings.eventsLines,
+    watched: settings.eventsWatched,
+    perEndpoint: settings.eventsPerEndpoint,
+    log,
+  });
+  printEventsReport(events, log);
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  const results = { finishedAt: new Date().toISOString(), machine: { cpus: availableParallelism(), node: process.version }, settings, events };
+  writeFileSync(join(ROOT, ".bench", RESULTS_FILE.events), `${JSON.stringify(results, null, 2)}\n`);
+  const seconds = Math.round((performance.now() - startedAt) / 1000);
+  log(`Wrote .bench/${RESULTS_FILE.events} (the run took ${Math.floor(seconds / 60)} min ${seconds % 60} s)`);
+  return events.targets.every((t) => t.met) ? 0 : 1;
 }
 
 /** The ratios between cases that were run: lines to print and the values for the results file. */

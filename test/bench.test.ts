@@ -141,6 +141,6 @@ describe("npm run bench's flags", () => {
   test("an unknown --case is refused with one line naming the cases", async () => {
     const { code, stderr } = await runBench(["--case", "lookups"]);
     assert.equal(code, 1, stderr);
-    assert.equal(stderr.trim(), 'Cannot run the bench: --case must be all, lookup, reverse, mcp, job, purchase, percall, hub, scale, not "lookups"');
+    assert.equal(stderr.trim(), 'Cannot run the bench: --case must be all, lookup, reverse, mcp, job, purchase, percall, hub, scale, events, not "lookups"');
   });
 });
