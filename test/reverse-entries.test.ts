@@ -41,7 +41,11 @@ for (const kind of ["pglite", "postgres"] as const) {
       const all = readMigrations();
       const reverse = all.findIndex((m) => m.name === "reverse");
       await migrate(db, all.slice(0, reverse));
+      // today's import ends with the watchlist's pass, which starts by taking the wallets marked in
+      // watch_dirty (00022_webhooks.sql): an empty table stands in for it on this older schema
+      await db.exec("CREATE TABLE watch_dirty (wallet text PRIMARY KEY)");
       await loadFixtures(db, NOW);
+      await db.exec("DROP TABLE watch_dirty");
       await migrate(db, all);
       assert.deepEqual(await entries(db, "twitter", "alice"), [{ wallet: W.full, rank: -100 }]);
       assert.deepEqual(await entries(db, "farcaster", "mia"), [{ wallet: W.farcasterOnly, rank: -5 }]);
