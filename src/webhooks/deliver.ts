@@ -73,8 +73,32 @@ export function createDeliverer(params: DelivererParams): Deliverer {
   let wake: (() => void) | undefined;
   let notified = false;
 
-  async function finish(row: Claimed, status: "delivered" | "pending" | "failed", code: number | null, next: Date | null) {
-    await db.query(sql("webhook_deliveries_finish"), [row.id, owner, params.now(), status, code, next]);
+  // Outcomes are written in groups: the first at once, those that finish while it is written
+  // together after it, so that a busy loop writes one statement for many attempts.
+  type Outcome = { id: string; at: Date; status: "delivered" | "pending" | "failed"; code: number | null; next: Date | null };
+  const outcomes: Array<Outcome & { settle: (err?: Error) => void }> = [];
+  let writing = false;
+
+  async function writeOutcomes() {
+    writing = true;
+    try {
+      while (outcomes.length > 0) {
+        const group = outcomes.splice(0, 1000);
+        const failure = await db
+          .query(sql("webhook_deliveries_finish"), [group.map((o) => o.id), owner, group.map((o) => o.at), group.map((o) => o.status), group.map((o) => o.code), group.map((o) => o.next)])
+          .then(() => undefined, (err: Error) => err);
+        for (const o of group) o.settle(failure);
+      }
+    } finally {
+      writing = false;
+    }
+  }
+
+  function finish(row: Claimed, status: Outcome["status"], code: number | null, next: Date | null): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      outcomes.push({ id: row.id, at: params.now(), status, code, next, settle: (err) => (err ? reject(err) : resolve()) });
+      if (!writing) void writeOutcomes();
+    });
   }
 
   async function attempt(row: Claimed): Promise<void> {

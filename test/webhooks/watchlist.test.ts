@@ -168,6 +168,48 @@ eachDatabase("watchlist and wallet.changed", (get) => {
     assert.deepEqual(await debitsOf(get().db, accountId), []);
   });
 
+  test("credits for part of one import's events: pack then free allowance, one match each in wallet order, the rest withheld", async () => {
+    const customer = await createCustomer(get().db, { email: `partial${n}@example.com`, packs: [{ pack: "Agent" }], now: clock.now() });
+    const { accountId, apiKey } = customer;
+    const res = await server.request("/api/v1/webhooks", {
+      method: "POST",
+      key: apiKey,
+      body: JSON.stringify({ url: `${receiver.url}/${accountId}`, events: ["wallet.changed"] }),
+    });
+    const { secret } = (await json(res)).data;
+    // 10 of the pack's 12 spent, 98 of the 100 free matches used this month
+    await get().db.query("SELECT debit_matches($1, 'spent-before', 10, $2)", [accountId, clock.now()]);
+    await get().db.query("INSERT INTO debits (account_id, call_key, part, source, matches, created_at) VALUES ($1, 'free-before', 0, 'free', 98, $2)", [accountId, clock.now()]);
+    const wallets = Array.from({ length: 6 }, () => fresh()).sort();
+    await watch(apiKey, wallets);
+    await importIndex(get().db, wallets.map((wallet, i) => ({ wallet, kind: "twitter", route: "x-signin", handle: `partial_${n}_${i}` })), clock.now());
+
+    const events = await deliveredTo(accountId, secret);
+    const byWallet = new Map(events.map((e) => [e.data.wallet, e.data]));
+    assert.deepEqual(wallets.map((w) => (byWallet.get(w).withheld ? "withheld" : byWallet.get(w).record.twitter.handle)), [
+      ...wallets.slice(0, 4).map((_, i) => `partial_${n}_${i}`),
+      "withheld",
+      "withheld",
+    ]);
+    const rows = await get().db.query<{ id: string; wallet: string }>(
+      "SELECT id, body::jsonb->'data'->>'wallet' AS wallet FROM webhook_events WHERE account_id = $1 AND type = 'wallet.changed'",
+      [accountId],
+    );
+    const idOf = new Map(rows.map((r) => [r.wallet, r.id]));
+    const debits = (await debitsOf(get().db, accountId)).filter((d) => d.call_key.startsWith("event:"));
+    assert.deepEqual(
+      debits.map((d) => [d.call_key, d.source, d.matches, d.drawn_after]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      [
+        [`event:${idOf.get(wallets[0])}`, "pack", 1, 11],
+        [`event:${idOf.get(wallets[1])}`, "pack", 1, 12],
+        [`event:${idOf.get(wallets[2])}`, "free", 1, null],
+        [`event:${idOf.get(wallets[3])}`, "free", 1, null],
+      ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
+    const [balance] = await get().db.query<{ available: number }>("SELECT available FROM account_credits($1, $2)", [accountId, clock.now()]);
+    assert.equal(balance.available, 0);
+  });
+
   test("an event whose record has neither twitter nor farcaster is free", async () => {
     const { apiKey, accountId, secret } = await subscriber();
     const w = fresh();
