@@ -12,7 +12,7 @@ import { address } from "../support/http.ts";
 import { startReceiver, type Receiver } from "./support.ts";
 
 function startLoop(databaseUrl: string): Promise<{ child: ChildProcess; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/webhooks/deliver-process.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/support/deliver-process.ts")], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, DATABASE_URL: databaseUrl, WEBHOOK_TIMEOUT_MS: "1000" },

@@ -4,7 +4,7 @@ import process from "node:process";
 import { readConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { createDeliverer } from "../../src/webhooks/deliver.ts";
-import { loopbackOutbound } from "../support/outbound.ts";
+import { loopbackOutbound } from "./outbound.ts";
 
 const config = readConfig(process.env);
 const db = await openDatabase({ databaseUrl: config.databaseUrl, max: 2 });
