@@ -95,12 +95,12 @@ table{border-collapse:collapse;width:100%}td,th{border:1px solid #e3e6ec;padding
  * public repository URL to link to, and the page loads nothing from elsewhere.
  */
 const GUIDES: Array<[path: string, about: string]> = [
-  ["README.md", "what walletid is, a walk-through against the demo index, configuration"],
+  ["README.md", "what walletid is, a walk-through against the demo index, first steps"],
   ["docs/api.md", "billing and idempotency, limits and rate windows, errors, cursors, reverse lookups, estimate, async jobs, how records are decided, the import format"],
   ["docs/mcp.md", "connecting an MCP host, the tools, credentials, errors and limits"],
   ["docs/payments.md", "buying credits over x402, top-up, key recovery, the local facilitator"],
   ["docs/oauth.md", "how MCP hosts connect with OAuth, and its rules"],
-  ["docs/operating.md", "deployment, runtimes, the admin CLI, workers, maintenance, logs, metrics, database faults"],
+  ["docs/operating.md", "deployment, runtimes, the admin CLI, workers, maintenance, logs, metrics, database faults, configuration"],
   ["docs/development.md", "the layout, the tests, adding an endpoint to both faces"],
   ["docs/architecture.md", "the path of a request from entry to SQL, metering, the ledger"],
   ["docs/performance.md", "the benchmark and what was measured"],

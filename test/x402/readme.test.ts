@@ -1,6 +1,6 @@
-// The README's purchase walk-through, run as written (only the ports differ): `npm run facilitator`
-// and `npm start` on a fresh embedded data directory as processes, then the README's buy.ts and
-// pay.ts (a keyless lookup paid per call) with the official client.
+// The x402 walk-through, run as written (only the ports differ): `npm run facilitator` and `npm
+// start` on a fresh embedded data directory as processes, then buy.ts (docs/payments.md) and the
+// README's pay.ts (a keyless lookup paid per call) with the official client.
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,12 +12,29 @@ import { freePort } from "../support/ports.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
+/** The text of `file` from the heading `heading` to the next heading of the same level. */
+function sectionOf(file: string, heading: string): string {
+  const text = readFileSync(join(ROOT, file), "utf8");
+  const start = text.indexOf(`\n${heading}`);
+  assert.ok(start >= 0, `${file} has the section '${heading}'`);
+  const end = text.indexOf("\n## ", start + 1);
+  return text.slice(start, end < 0 ? undefined : end);
+}
+
 function section(): { sh: string; ts: string; pay: string } {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const part = readme.slice(readme.indexOf("## Buying credits over x402"));
-  const sh = /```sh\n([\s\S]*?)```/.exec(part);
-  const [ts, pay] = [...part.matchAll(/```ts\n([\s\S]*?)```/g)];
-  assert.ok(sh && ts && pay, "README has the sh block and the buy.ts and pay.ts blocks under 'Buying credits over x402'");
+  const readme = sectionOf("README.md", "## Paying with x402");
+  const sh = /```sh\n([\s\S]*?)```/.exec(readme);
+  const pay = /```ts\n([\s\S]*?)```/.exec(readme);
+  assert.ok(sh && pay, "README has the sh block and the pay.ts block under 'Paying with x402'");
+  const docs = sectionOf("docs/payments.md", "## Buying a pack: a walk-through");
+  const ts = /```ts\n([\s\S]*?)```/.exec(docs);
+  assert.ok(ts, "docs/payments.md has the buy.ts block under 'Buying a pack: a walk-through'");
+  // the page starts the same two processes as the README
+  const docsSh = /```sh\n([\s\S]*?)```/.exec(docs)?.[1] ?? "";
+  const starts = (block: string) => block.split("\n").filter((l) => /npm (run facilitator|start)/.test(l)).map((l) => l.replace(/\s*#.*$/, ""));
+  assert.deepEqual(starts(docsSh), starts(sh[1]), "docs/payments.md starts the facilitator and the server as the README does");
+  assert.match(ts[1], /^\/\/ buy\.ts:/, "the block is buy.ts");
+  assert.match(pay[1], /^\/\/ pay\.ts:/, "the block is pay.ts");
   return { sh: sh[1], ts: ts[1], pay: pay[1] };
 }
 
@@ -45,12 +62,12 @@ function stop(child: ChildProcess): Promise<unknown> {
   return exited;
 }
 
-test("the README purchase walk-through works against `npm run facilitator` and a fresh `npm start`", { timeout: 400_000 }, async () => {
+test("the x402 walk-through (README and docs/payments.md) works against `npm run facilitator` and a fresh `npm start`", { timeout: 400_000 }, async () => {
   const { sh, ts, pay } = section();
   // the commands the README gives, with their variables
   const payTo = /X402_PAY_TO=(0x[0-9a-fA-F]{40})/.exec(sh)?.[1];
   assert.ok(payTo && sh.includes("npm run facilitator") && sh.includes("X402_FACILITATOR_URL=http://127.0.0.1:8402") && sh.includes("npm start"));
-  assert.ok(sh.includes("npx tsx buy.ts") && sh.includes("npx tsx pay.ts"));
+  assert.ok(sh.includes("npx tsx buy.ts") && sh.includes("npx tsx pay.ts") && sh.includes("docs/payments.md"));
 
   const dir = mkdtempSync(join(tmpdir(), "walletid-x402-readme-"));
   const script = join(ROOT, `.readme-buy-${crypto.randomUUID()}.ts`);
