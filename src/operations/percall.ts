@@ -5,7 +5,7 @@ import type { PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { ApiError } from "../http/errors.ts";
 import type { Metered, Meterer } from "../http/meter.ts";
 import { paymentServerOf, settlePayment, verifyPayment, type PaymentServer } from "../x402/payment.ts";
-import { callReplayKey, callRequirements, claimCall, decodeCallPayment, facilitatorAddress, PaidMeterer, recordCall } from "../x402/percall.ts";
+import { callReplayKey, callRequirements, decodeCallPayment, facilitatorAddress, PaidMeterer, PaymentAlreadyUsed, recordCall } from "../x402/percall.ts";
 import type { OperationDeps } from "./deps.ts";
 import type { Outcome } from "./outcome.ts";
 
@@ -100,28 +100,29 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
 
   const id = crypto.randomUUID();
   const key = callReplayKey(matched, decoded);
-  const claimed = await claimCall(deps.db, {
+  // the payment is claimed by the call's metering statement, once across processes
+  const meterer = new PaidMeterer(deps.db, deps.now, {
     id,
     key,
     signature: decoded.signature,
     payTo: matched.payTo,
     route: call.route,
     maxAmount: matched.amount,
-    now: deps.now(),
   });
-  if (!claimed) return asked({ reason: "payment_already_used" });
-
   let outcome: Outcome<T & { metered: Metered }>;
   try {
-    outcome = await call.run(new PaidMeterer(deps.db, deps.now, key.payer));
+    outcome = await call.run(meterer);
   } catch (err) {
-    await recordCall(deps.db, { id, state: "refused", reason: "the call failed", now: deps.now() }).catch(() => {});
+    if (err instanceof PaymentAlreadyUsed) return asked({ reason: "payment_already_used" });
+    if (meterer.claimed) await recordCall(deps.db, { id, state: "refused", reason: "the call failed", now: deps.now() }).catch(() => {});
     throw err;
   }
   if (!outcome.ok) {
-    await recordCall(deps.db, { id, state: "refused", reason: outcome.refusal.code, now: deps.now() });
+    if (meterer.claimed) await recordCall(deps.db, { id, state: "refused", reason: outcome.refusal.code, now: deps.now() });
     return { kind: "refused", refusal: outcome.refusal };
   }
+  // every paid operation meters before it answers: an answer without a claim would be unpaid
+  if (!meterer.claimed) throw new Error(`the paid call on ${call.route} answered without metering`);
 
   const matches = call.billed(outcome);
   const amount = deps.price * BigInt(matches);

@@ -90,24 +90,21 @@ export function callReplayKey(requirements: PaymentRequirements, payment: { paye
   return { network: requirements.network.toLowerCase(), asset: requirements.asset.toLowerCase(), payer: payment.payer, nonce: payment.nonce };
 }
 
-/** Claims the payment for one call; false when it was presented before (by any process). */
-export async function claimCall(
-  db: Db,
-  params: { id: string; key: ReplayKey; signature: string; payTo: string; route: string; maxAmount: string; now: Date },
-): Promise<boolean> {
-  const rows = await db.query(sql("x402_calls_claim"), [
-    params.id,
-    params.key.network,
-    params.key.asset,
-    params.key.payer,
-    params.key.nonce,
-    params.signature,
-    params.payTo.toLowerCase(),
-    params.route,
-    params.maxAmount,
-    params.now,
-  ]);
-  return rows.length > 0;
+/** What claiming a paid call's payment writes: the call's row under its replay key. */
+export interface CallClaim {
+  id: string;
+  key: ReplayKey;
+  signature: string;
+  payTo: string;
+  route: string;
+  maxAmount: string;
+}
+
+/** The payment was presented before (by any process): the call does not run. */
+export class PaymentAlreadyUsed extends Error {
+  constructor() {
+    super("the payment was presented before");
+  }
 }
 
 export type CallState = "free" | "refused" | "failed" | "unknown" | "settled";
@@ -163,7 +160,7 @@ export async function revenueSince(db: Db, since: Date): Promise<Array<{ route: 
   return await db.query(sql("x402_calls_select_revenue"), [since]);
 }
 
-type CountRow = {
+type BeginRow = IdentityRow & {
   outcome: "ok" | "rate_limited" | "batch_too_large";
   limit_minute: number | null;
   limit_day: number | null;
@@ -175,16 +172,21 @@ type CountRow = {
 };
 
 /**
- * The metering of a call paid over x402: the paying wallet's windows under the Developer preset
- * (x402_payer_windows, so the limit holds across processes), its identity rows, and the matches
- * it would bill, counted as the key-metered call counts them. Nothing is debited: the payment is
- * the bill. A refusal (weight 0) counts nothing.
+ * The metering of a call paid over x402, with the claim of its payment: one statement claims the
+ * payment (once across processes; PaymentAlreadyUsed otherwise), counts the call against the paying
+ * wallet's windows under the Developer preset (x402_payer_windows, so the limit holds across
+ * processes), and reads its identity rows, so that the matches it would bill are counted as the
+ * key-metered call counts them. Nothing is debited: the payment is the bill. A refusal (weight 0)
+ * counts nothing. An operation that refuses before it meters (bad input) claims nothing.
  */
 export class PaidMeterer implements Meterer {
+  /** Whether meter() claimed the payment (undefined: it was never called). */
+  claimed: boolean | undefined;
+
   constructor(
     private readonly db: Db,
     private readonly now: () => Date,
-    private readonly payer: string,
+    private readonly claim: CallClaim,
   ) {}
 
   /** No key: a paid call reads what a caller without one may read. */
@@ -195,7 +197,25 @@ export class PaidMeterer implements Meterer {
   async meter(options: MeterOptions): Promise<Metered> {
     const now = this.now();
     const resets = windowsAt(now);
-    const [row] = await this.db.query<CountRow>(sql("x402_payer_windows_count"), [this.payer, now, options.weight, options.listSize ?? null]);
+    const { id, key, signature, payTo, route, maxAmount } = this.claim;
+    const rows = await this.db.query<BeginRow & Record<string, unknown>>(sql("x402_calls_begin"), [
+      id,
+      key.network,
+      key.asset,
+      key.payer,
+      key.nonce,
+      signature,
+      payTo.toLowerCase(),
+      route,
+      maxAmount,
+      now,
+      options.weight,
+      options.listSize ?? null,
+      options.lookup ?? [],
+    ]);
+    this.claimed = rows.length > 0;
+    if (!this.claimed) throw new PaymentAlreadyUsed();
+    const [row] = rows;
     const metered: Metered = {
       keyId: "",
       accountId: "",
@@ -233,8 +253,7 @@ export class PaidMeterer implements Meterer {
       );
     }
     if (options.weight === 0) return metered;
-    const identities: IdentityRow[] =
-      options.lookup && options.lookup.length > 0 ? await this.db.query<IdentityRow & Record<string, unknown>>(sql("wallets_select_records"), [options.lookup]) : [];
+    const identities: IdentityRow[] = rows.filter((r) => r.address !== null);
     metered.identities = identities;
     if (options.billMatches !== undefined) {
       metered.matched = Math.min(options.billMatches, options.billWallets?.length ?? 0);
