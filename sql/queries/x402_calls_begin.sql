@@ -6,9 +6,16 @@
 -- identity rows of $13. No row: the payment was presented before (the unique replay key makes the
 -- claim atomic across processes). Otherwise the windows on every row, with an identity row
 -- (address null when there is none).
-WITH claimed AS (
+-- Its commit does not wait for the WAL flush, as metering's does not (00003_metering.sql): a
+-- database crash can lose the last fraction of a second of claims and counts. A payment whose
+-- claim was lost can run one call more, but settles at most once: its Permit2 nonce is spent on
+-- chain by the first settlement, so the second answers 402 and returns nothing, unless it is a
+-- miss, which costs nothing anyway.
+WITH async AS (
+  SELECT set_config('synchronous_commit', 'off', true)
+), claimed AS (
   INSERT INTO x402_calls (id, network, asset, payer, nonce, signature, pay_to, route, max_amount, state, claimed_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'claimed', $10)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'claimed', $10 FROM async
       ON CONFLICT (network, asset, payer, nonce) DO NOTHING
   RETURNING id
 ), counted AS (
