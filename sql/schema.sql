@@ -1848,7 +1848,7 @@ BEGIN
   RETURN NULL;
 END $function$;
 
-CREATE OR REPLACE FUNCTION public.watch_events_create(p_wallets text[], p_full text[], p_withheld text[], p_billable boolean[], p_now timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.watch_events_create(p_events text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
@@ -1859,13 +1859,14 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(t.account_id::text, 7201))
      FROM (SELECT DISTINCT w.account_id
              FROM watched_wallets w JOIN accounts a ON a.id = w.account_id
-            WHERE w.wallet = ANY (p_wallets) AND NOT a.unmetered
+            WHERE w.wallet IN (SELECT e->>0 FROM json_array_elements(p_events::json) AS e) AND NOT a.unmetered
             ORDER BY w.account_id) t;
 
   WITH ev AS (
     SELECT w.account_id, c.wallet, c.full_body, c.withheld_body, c.billable AND NOT a.unmetered AS billed,
            a.free_allowance, gen_random_uuid() AS id
-      FROM unnest(p_wallets, p_full, p_withheld, p_billable) AS c (wallet, full_body, withheld_body, billable)
+      FROM (SELECT e->>0 AS wallet, e->>1 AS full_body, e->>2 AS withheld_body, (e->>3)::boolean AS billable
+              FROM json_array_elements(p_events::json) AS e) c
       JOIN watched_wallets w ON w.wallet = c.wallet
       JOIN accounts a ON a.id = w.account_id
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e

@@ -6,7 +6,10 @@
 -- or the withheld body when the account has no credits left. An account's credits are read once,
 -- under the same advisory lock debit_matches takes, and its billable events (in wallet order)
 -- draw them one each: from its packs by expiry, then from its free allowance; the rest are withheld.
-CREATE OR REPLACE FUNCTION watch_events_create(p_wallets text[], p_full text[], p_withheld text[], p_billable boolean[], p_now timestamptz)
+-- The pass's events arrive as one JSON text, [[wallet, body, withheld body, billable], ...]: ten
+-- thousand bodies cost a fifth as much to send so as in text arrays.
+DROP FUNCTION watch_events_create(text[], text[], text[], boolean[], timestamptz);
+CREATE FUNCTION watch_events_create(p_events text, p_now timestamptz)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
   v_written integer;
@@ -15,13 +18,14 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(t.account_id::text, 7201))
      FROM (SELECT DISTINCT w.account_id
              FROM watched_wallets w JOIN accounts a ON a.id = w.account_id
-            WHERE w.wallet = ANY (p_wallets) AND NOT a.unmetered
+            WHERE w.wallet IN (SELECT e->>0 FROM json_array_elements(p_events::json) AS e) AND NOT a.unmetered
             ORDER BY w.account_id) t;
 
   WITH ev AS (
     SELECT w.account_id, c.wallet, c.full_body, c.withheld_body, c.billable AND NOT a.unmetered AS billed,
            a.free_allowance, gen_random_uuid() AS id
-      FROM unnest(p_wallets, p_full, p_withheld, p_billable) AS c (wallet, full_body, withheld_body, billable)
+      FROM (SELECT e->>0 AS wallet, e->>1 AS full_body, e->>2 AS withheld_body, (e->>3)::boolean AS billable
+              FROM json_array_elements(p_events::json) AS e) c
       JOIN watched_wallets w ON w.wallet = c.wallet
       JOIN accounts a ON a.id = w.account_id
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e

@@ -52,7 +52,7 @@ async function viewsOf(db: Db, wallets: string[], now: Date): Promise<Map<string
 export async function snapshotWallets(db: Db, wallets: string[], now: Date): Promise<void> {
   if (wallets.length === 0) return;
   const views = await viewsOf(db, wallets, now);
-  await db.query(sql("watch_snapshots_upsert_many"), [wallets, wallets.map((w) => JSON.stringify(summarize(views.get(w)))), false]);
+  await db.query(sql("watch_snapshots_upsert_many"), [JSON.stringify(wallets.map((w) => [w, summarize(views.get(w))])), false]);
 }
 
 function eventBody(data: object, now: Date): string {
@@ -72,26 +72,29 @@ export async function changedWallets(tx: Db, cause: ChangeCause, now: Date): Pro
   if (snapshots.length === 0) return 0;
   const views = await viewsOf(tx, snapshots.map((s) => s.wallet), now);
 
-  const changed: string[] = [];
-  const summaries: string[] = [];
-  const full: string[] = [];
-  const withheld: string[] = [];
-  const billable: boolean[] = [];
+  // one JSON text each for the snapshots and the events: thousands of bodies are sent as one
+  // parameter, which costs a fraction of the same strings in text arrays
+  const snapshotsNow: Array<[string, WatchSummary]> = [];
+  const events: Array<[string, string, string | null, boolean]> = [];
   for (const { wallet, summary: before } of snapshots) {
     const view = views.get(wallet);
     const after = summarize(view);
     const changes = WATCHED_FIELDS.filter((f) => !same(before[f] ?? null, after[f])).map((field) => ({ field, before: before[field] ?? null, after: after[field] }));
     if (changes.length === 0) continue;
     const record = view?.found ? walletRecordJson(view) : null;
-    changed.push(wallet);
-    summaries.push(JSON.stringify(after));
-    full.push(eventBody({ wallet, changes, record, cause }, now));
-    withheld.push(eventBody({ wallet, changes: changes.map(({ field }) => ({ field })), cause, withheld: true }, now));
-    billable.push(after.twitter !== null || after.farcaster !== null);
+    const billable = after.twitter !== null || after.farcaster !== null;
+    snapshotsNow.push([wallet, after]);
+    // only a billable event can be withheld (an account without credits gets its field names only)
+    events.push([
+      wallet,
+      eventBody({ wallet, changes, record, cause }, now),
+      billable ? eventBody({ wallet, changes: changes.map(({ field }) => ({ field })), cause, withheld: true }, now) : null,
+      billable,
+    ]);
   }
-  if (changed.length === 0) return 0;
-  await tx.query(sql("watch_snapshots_upsert_many"), [changed, summaries, true]);
-  const [{ events }] = await tx.query<{ events: number }>(sql("watch_events_create"), [changed, full, withheld, billable, now]);
-  if (events > 0) await tx.query(sql("jobs_notify"), [WEBHOOKS_CHANNEL]);
-  return events;
+  if (events.length === 0) return 0;
+  await tx.query(sql("watch_snapshots_upsert_many"), [JSON.stringify(snapshotsNow), true]);
+  const [{ events: written }] = await tx.query<{ events: number }>(sql("watch_events_create"), [JSON.stringify(events), now]);
+  if (written > 0) await tx.query(sql("jobs_notify"), [WEBHOOKS_CHANNEL]);
+  return written;
 }

@@ -36,7 +36,7 @@ export interface DelivererParams {
   owner?: string;
   /** Attempts in flight at once in this process (default 64). */
   concurrency?: number;
-  /** Of one endpoint (default 8). */
+  /** Of one endpoint (default 16: a slow receiver holds at most a quarter of the slots). */
   perEndpoint?: number;
   /** Poll interval while nothing is due (default 1000 ms). */
   idleMs?: number;
@@ -59,7 +59,7 @@ export function createDeliverer(params: DelivererParams): Deliverer {
   const { db, outbound, log } = params;
   const owner = params.owner ?? `webhooks:${crypto.randomUUID()}`;
   const concurrency = params.concurrency ?? 64;
-  const perEndpoint = params.perEndpoint ?? 8;
+  const perEndpoint = params.perEndpoint ?? 16;
   const idleMs = params.idleMs ?? 1000;
   const box = params.secrets ?? secretBox(db, params.config.webhooks.secretKey);
   const { retryScheduleMs: schedule, timeoutMs } = params.config.webhooks;
