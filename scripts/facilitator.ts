@@ -6,8 +6,11 @@
 //   POST /verify, /settle    {x402Version, paymentPayload, paymentRequirements}, the x402 facilitator API
 //   POST /faucet             {address, amount} (amount: a string of atomic units) -> {address, balance}
 //   GET  /balance/{address}  -> {address, balance}
-//   POST /rpc                a JSON-RPC view of the token for X402_RPC_URL: eth_chainId, and eth_call
-//                            of authorizationState(authorizer, nonce)
+//   POST /cancel             {authorizer, nonce, signature}: FiatToken's cancelAuthorization (the
+//                            authorizer's EIP-712 CancelAuthorization signature) -> {transaction}
+//   POST /rpc                a JSON-RPC view of the token for X402_RPC_URL: eth_chainId,
+//                            eth_blockNumber, eth_getLogs (its Transfer, AuthorizationUsed and
+//                            AuthorizationCanceled events) and eth_call of authorizationState(authorizer, nonce)
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { AddressInfo } from "node:net";
@@ -78,12 +81,43 @@ export function facilitatorApp(token: Eip3009Token, log: (line: string) => void 
     return c.json({ address: address.toLowerCase(), balance: token.balanceOf(address).toString() });
   });
 
+  app.post("/cancel", async (c) => {
+    const body = (await c.req.json().catch(() => undefined)) as { authorizer?: unknown; nonce?: unknown; signature?: unknown } | undefined;
+    const { authorizer, nonce, signature } = body ?? {};
+    if (typeof authorizer !== "string" || !isAddress(authorizer) || typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce) || typeof signature !== "string" || !/^0x[0-9a-fA-F]+$/.test(signature)) {
+      return c.json({ error: "Send {authorizer, nonce, signature}: an address, a 32-byte hex nonce and the authorizer's CancelAuthorization signature" }, 400);
+    }
+    try {
+      return c.json({ transaction: await token.cancelAuthorization(authorizer as Hex, nonce as Hex, signature as Hex) });
+    } catch (err) {
+      return c.json({ error: (err as Error).message }, 409);
+    }
+  });
+
   const abi = parseAbi(["function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"]);
   app.post("/rpc", async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as { id?: unknown; method?: unknown; params?: unknown[] } | undefined;
     const id = body?.id ?? null;
     const fail = (message: string) => c.json({ jsonrpc: "2.0", id, error: { code: -32602, message } });
     if (body?.method === "eth_chainId") return c.json({ jsonrpc: "2.0", id, result: `0x${token.chainId.toString(16)}` });
+    if (body?.method === "eth_blockNumber") return c.json({ jsonrpc: "2.0", id, result: `0x${token.blockNumber().toString(16)}` });
+    if (body?.method === "eth_getLogs") {
+      const filter = body.params?.[0] as { address?: string | string[]; fromBlock?: string; toBlock?: string; topics?: Array<string | null> } | undefined;
+      const addresses = [filter?.address ?? []].flat();
+      if (addresses.length > 0 && !addresses.some((a) => isAddress(a) && isAddressEqual(a as Hex, token.address))) return c.json({ jsonrpc: "2.0", id, result: [] });
+      const block = (tag: string | undefined, otherwise: bigint) => (tag === undefined || tag === "latest" ? otherwise : tag === "earliest" ? 0n : BigInt(tag));
+      const logs = token.getLogs({
+        fromBlock: block(filter?.fromBlock, token.blockNumber()),
+        toBlock: block(filter?.toBlock, token.blockNumber()),
+        topics: (filter?.topics ?? []).map((t) => (t === null ? null : (t as Hex))),
+      });
+      const hex = (n: bigint | number | null | undefined) => `0x${BigInt(n ?? 0).toString(16)}`;
+      return c.json({
+        jsonrpc: "2.0",
+        id,
+        result: logs.map((l) => ({ ...l, blockNumber: hex(l.blockNumber), logIndex: hex(l.logIndex), transactionIndex: hex(l.transactionIndex) })),
+      });
+    }
     if (body?.method !== "eth_call") return c.json({ jsonrpc: "2.0", id, error: { code: -32601, message: "method not supported" } });
     const call = body.params?.[0] as { to?: string; data?: string; input?: string } | undefined;
     const data = (call?.data ?? call?.input) as Hex | undefined;

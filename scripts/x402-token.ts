@@ -57,6 +57,33 @@ const TRANSFER_EVENT = [
   },
 ] as const;
 
+/** FiatToken v2's events of an authorization's nonce: used by a transfer, or canceled by its signer. */
+export const AUTHORIZATION_EVENTS = [
+  {
+    type: "event",
+    name: "AuthorizationUsed",
+    inputs: [
+      { name: "authorizer", type: "address", indexed: true },
+      { name: "nonce", type: "bytes32", indexed: true },
+    ],
+  },
+  {
+    type: "event",
+    name: "AuthorizationCanceled",
+    inputs: [
+      { name: "authorizer", type: "address", indexed: true },
+      { name: "nonce", type: "bytes32", indexed: true },
+    ],
+  },
+] as const;
+
+const CANCEL_AUTHORIZATION_TYPES = {
+  CancelAuthorization: [
+    { name: "authorizer", type: "address" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
 class Revert extends Error {}
 
 export interface TokenOptions {
@@ -92,6 +119,8 @@ export class Eip3009Token implements FacilitatorEvmSigner {
   readonly relayer: Hex;
   readonly now: () => bigint;
   readonly transfers: Transfer[] = [];
+  /** Every event the token emitted, in block order (eth_getLogs reads them). */
+  readonly logs: Log[] = [];
   private readonly balances = new Map<string, bigint>();
   private readonly used = new Set<string>();
   /** Permit2 nonces spent, as owner:nonce. */
@@ -157,7 +186,62 @@ export class Eip3009Token implements FacilitatorEvmSigner {
     this.used.add(`${t.from}:${t.nonce}`.toLowerCase());
     this.balances.set(t.from.toLowerCase(), this.balanceOf(t.from) - t.value);
     this.mint(t.to, t.value);
-    return this.recordTransfer(t.from, t.to, t.value, t.nonce, keccak256(toHex(`${this.chainId}:${t.from}:${t.nonce}`.toLowerCase())));
+    // FiatToken v2 emits AuthorizationUsed before the Transfer, in the same transaction
+    const used = encodeEventTopics({ abi: AUTHORIZATION_EVENTS, eventName: "AuthorizationUsed", args: { authorizer: t.from, nonce: t.nonce } }) as [Hex, ...Hex[]];
+    return this.recordTransfer(t.from, t.to, t.value, t.nonce, keccak256(toHex(`${this.chainId}:${t.from}:${t.nonce}`.toLowerCase())), [used]);
+  }
+
+  /**
+   * FiatToken v2's cancelAuthorization: the authorizer signs CancelAuthorization(authorizer, nonce)
+   * over the token's domain, and the nonce can never be used; emits AuthorizationCanceled.
+   */
+  async cancelAuthorization(authorizer: Hex, nonce: Hex, signature: Hex): Promise<Hex> {
+    if (this.authorizationState(authorizer, nonce)) throw new Revert("FiatTokenV2: authorization is used or canceled");
+    const signer = await recoverTypedDataAddress({
+      domain: { name: this.name, version: this.version, chainId: this.chainId, verifyingContract: this.address },
+      types: CANCEL_AUTHORIZATION_TYPES,
+      primaryType: "CancelAuthorization",
+      message: { authorizer, nonce },
+      signature,
+    }).catch(() => undefined);
+    if (!signer || !isAddressEqual(signer, authorizer)) throw new Revert("FiatTokenV2: invalid signature");
+    this.used.add(`${authorizer}:${nonce}`.toLowerCase());
+    const hash = keccak256(toHex(`${this.chainId}:cancel:${authorizer}:${nonce}`.toLowerCase()));
+    const topics = encodeEventTopics({ abi: AUTHORIZATION_EVENTS, eventName: "AuthorizationCanceled", args: { authorizer, nonce } }) as [Hex, ...Hex[]];
+    const block = this.block++;
+    const log = this.logAt(block, hash, 0, topics, "0x");
+    this.logs.push(log);
+    this.receipts.set(hash, { status: "success", logs: [log] });
+    return hash;
+  }
+
+  /** The newest block. */
+  blockNumber(): bigint {
+    return this.block - 1n;
+  }
+
+  /** eth_getLogs: the token's events in [fromBlock, toBlock] whose topics match (null: any). */
+  getLogs(filter: { fromBlock: bigint; toBlock: bigint; topics: Array<Hex | null> }): Log[] {
+    return this.logs.filter(
+      (l) =>
+        l.blockNumber! >= filter.fromBlock &&
+        l.blockNumber! <= filter.toBlock &&
+        filter.topics.every((t, i) => t === null || l.topics[i]?.toLowerCase() === t.toLowerCase()),
+    );
+  }
+
+  private logAt(block: bigint, hash: Hex, logIndex: number, topics: [Hex, ...Hex[]], data: Hex): Log {
+    return {
+      address: this.address,
+      topics,
+      data,
+      blockNumber: block,
+      blockHash: keccak256(toHex(`block:${block}`)),
+      logIndex,
+      transactionHash: hash,
+      transactionIndex: 0,
+      removed: false,
+    };
   }
 
   /** Upto: moves the amount used (at most the permitted maximum) from the owner to the witness's recipient. */
@@ -170,25 +254,16 @@ export class Eip3009Token implements FacilitatorEvmSigner {
     return this.recordTransfer(owner, to, amount, tag, keccak256(toHex(`${this.chainId}:permit2:${owner}:${nonce}`.toLowerCase())));
   }
 
-  private recordTransfer(from: Hex, to: Hex, value: bigint, nonce: Hex, hash: Hex): Hex {
+  private recordTransfer(from: Hex, to: Hex, value: bigint, nonce: Hex, hash: Hex, before: Array<[Hex, ...Hex[]]> = []): Hex {
     const t = { from, to, value, nonce };
     const block = this.block++;
-    this.receipts.set(hash, {
-      status: "success",
-      logs: [
-        {
-          address: this.address,
-          topics: encodeEventTopics({ abi: TRANSFER_EVENT, eventName: "Transfer", args: { from: t.from, to: t.to } }) as [Hex, ...Hex[]],
-          data: encodeAbiParameters([{ type: "uint256" }], [t.value]),
-          blockNumber: block,
-          blockHash: keccak256(toHex(`block:${block}`)),
-          logIndex: 0,
-          transactionHash: hash,
-          transactionIndex: 0,
-          removed: false,
-        },
-      ],
-    });
+    const transfer = encodeEventTopics({ abi: TRANSFER_EVENT, eventName: "Transfer", args: { from: t.from, to: t.to } }) as [Hex, ...Hex[]];
+    const logs = [
+      ...before.map((topics, i) => this.logAt(block, hash, i, topics, "0x")),
+      this.logAt(block, hash, before.length, transfer, encodeAbiParameters([{ type: "uint256" }], [t.value])),
+    ];
+    this.logs.push(...logs);
+    this.receipts.set(hash, { status: "success", logs });
     this.transfers.push({ from: t.from.toLowerCase(), to: t.to.toLowerCase(), value: t.value, nonce: t.nonce.toLowerCase(), hash });
     return hash;
   }

@@ -177,11 +177,17 @@ async function settleAndGrant(deps: PurchaseDeps, asked: PaymentRequired, paymen
   return await grantSettled(deps, paymentId, settled.response, true);
 }
 
-/** Whether the chain has used the payment's nonce; undefined when there is no X402_RPC_URL or it cannot be read. */
+/**
+ * Whether the payment's authorization moved the money on chain (true), or its nonce is unused
+ * (false); undefined when there is no X402_RPC_URL, the chain cannot be read, or the nonce is spent
+ * with no transfer found (a canceled authorization): then nothing is granted on the chain's word.
+ */
 async function lookOnChain(deps: PurchaseDeps, presented: Presented): Promise<boolean | undefined> {
   if (!deps.authorizationUsed) return undefined;
   try {
-    return await deps.authorizationUsed(presented.key);
+    const used = await deps.authorizationUsed(presented.key);
+    if (used === undefined) deps.log(`x402: the authorization's nonce is spent but no transfer with it is on chain (canceled, or too old to look for); kept for a check by hand`, "warn");
+    return used;
   } catch (err) {
     deps.log(`x402: cannot read the chain at X402_RPC_URL: ${err instanceof Error ? err.message : String(err)}`, "warn");
     return undefined;

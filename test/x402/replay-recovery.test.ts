@@ -125,6 +125,37 @@ eachDatabase("x402 purchase completed by a replay", (get) => {
     assert.equal(facilitator.token.balanceOf(buyer.address), 4_000_000n, "money moved once");
   });
 
+  test("a claim whose claimer died, its authorization then canceled by the payer: the spent nonce is no payment, nothing granted", async () => {
+    const buyer = await newBuyer(facilitator, 5);
+    const { header, authorization } = await signPayment(buyer.account);
+    const decoded = decodePayment(header);
+    assert.ok(decoded.ok);
+    const nonce = authorization.nonce.toLowerCase() as `0x${string}`;
+    const key = { network: "eip155:8453", asset: USDC.toLowerCase(), payer: buyer.address, nonce };
+    assert.ok(await claimPayment(get().db, { id: crypto.randomUUID(), key, signature: decoded.signature, payTo: PAY_TO, amount: "1000000", quantity: 1, now: clock.now() }));
+    // FiatToken's cancelAuthorization, signed by the payer: the nonce is spent and no money moves
+    const signature = await buyer.account.signTypedData({
+      domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: USDC },
+      types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+      primaryType: "CancelAuthorization",
+      message: { authorizer: buyer.account.address, nonce },
+    });
+    const canceled = await fetch(`${facilitator.url}/cancel`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ authorizer: buyer.account.address, nonce, signature }) });
+    assert.equal(canceled.status, 200);
+    assert.equal(facilitator.token.authorizationState(buyer.address, nonce), true, "the nonce reads as used");
+
+    clock.advance(STALE_MS);
+    const res = await replay(header);
+    assert.notEqual(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.api_key, undefined, "no key minted");
+    assert.deepEqual((await payment(buyer)).grants, [], "nothing granted");
+    assert.notEqual((await payment(buyer)).state, "granted");
+    assert.equal(facilitator.token.balanceOf(buyer.address), 5_000_000n, "no money moved");
+    const keys = await get().db.query("SELECT k.id FROM api_keys k JOIN x402_wallets w ON w.account_id = k.account_id WHERE w.wallet = $1", [buyer.address]);
+    assert.equal(keys.length, 0);
+  });
+
   test("two replays racing over a settled payment: one grant, one key", async () => {
     const buyer = await newBuyer(facilitator, 5);
     await failingWhile([GRANT], async () => expectStatus(await buyer.pay(`${server.url}/api/x402/buy`, buyInit(1)), 503));
