@@ -4,8 +4,6 @@
 // same wallets on the same server, in alternating windows. Reports calls/s, latency, and where the
 // time goes: the CPU per call of the walletid process, of the facilitator and of PostgreSQL,
 // i.e. the service's own share beside the facilitator round trips.
-import { spawn } from "node:child_process";
-import process from "node:process";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
@@ -13,7 +11,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../src/db/types.ts";
 import { processCpuMicros, startCpuWindow } from "./cpu.ts";
 import { randomWallet } from "./lookup.ts";
-import { freePort, ROOT, type ChildServer } from "./servers.ts";
+import { startFacilitatorProcess } from "./purchase.ts";
+import type { ChildServer } from "./servers.ts";
 
 const PAY_TO = "0x5e11e5000000000000000000000000000000a402";
 /** Calls one paying wallet makes before the next one takes over: under the Developer preset's 60 a minute. */
@@ -47,35 +46,6 @@ export interface PercallReport {
 
 function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-async function startFacilitatorProcess(): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/facilitator.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, FACILITATOR_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (d) => {
-      output += d;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve(match[1]);
-    });
-    child.stderr.on("data", (d) => (output += d));
-    child.once("exit", (code) => reject(new Error(`Cannot start the facilitator (exit ${code}): ${output.trim()}`)));
-  });
-  return {
-    url,
-    pid: child.pid,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
 }
 
 /** Server-Timing totals of the responses a paying client received. */
