@@ -53,7 +53,9 @@ export async function startFacilitatorProcess(): Promise<{ url: string; pid: num
     pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // gone already, by exiting or by a signal (the soak's killAll SIGKILLs it first): its
+        // exit event has fired, and waiting for another would never end
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
       }),
