@@ -74,8 +74,8 @@ export type DecodedPayment =
   | { ok: true; payload: PaymentPayload; authorization: Authorization; signature: string }
   | { ok: false; reason: string };
 
-/** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an EIP-3009 authorization. */
-export function decodePayment(header: string): DecodedPayment {
+/** A PAYMENT-SIGNATURE header read as an x402 v2 payment payload, its scheme's part not yet checked. */
+export function readPaymentHeader(header: string): { ok: true; payload: PaymentPayload } | { ok: false; reason: string } {
   let payload: unknown;
   try {
     payload = decodePaymentSignatureHeader(header.trim());
@@ -83,9 +83,17 @@ export function decodePayment(header: string): DecodedPayment {
     return { ok: false, reason: "it is not base64-encoded JSON" };
   }
   if (!isPaymentPayloadV2(payload)) return { ok: false, reason: "it is not an x402 version 2 payment payload" };
+  return { ok: true, payload: payload as PaymentPayload };
+}
+
+/** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an EIP-3009 authorization. */
+export function decodePayment(header: string): DecodedPayment {
+  const read = readPaymentHeader(header);
+  if (!read.ok) return read;
+  const payload = read.payload;
   const inner = v.safeParse(Eip3009Payload, payload.payload);
   if (!inner.success) return { ok: false, reason: "its payload is not a signed EIP-3009 transfer authorization" };
-  return { ok: true, payload: payload as PaymentPayload, authorization: inner.output.authorization, signature: inner.output.signature.toLowerCase() };
+  return { ok: true, payload, authorization: inner.output.authorization, signature: inner.output.signature.toLowerCase() };
 }
 
 /** What the replay protection records: the tuple the token contract itself enforces, lowercased. */

@@ -2,8 +2,6 @@
 // server settles the matches the answer billed), the reading of an upto PAYMENT-SIGNATURE, the
 // claim that lets one payment run one call across processes, the per-call revenue ledger, and the
 // metering of a paying wallet (its Developer-preset windows; no account, no debit).
-import { decodePaymentSignatureHeader } from "@x402/core/http";
-import { isPaymentPayloadV2 } from "@x402/core/schemas";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import * as v from "valibot";
 import type { Db } from "../db/types.ts";
@@ -11,7 +9,7 @@ import { sql } from "../db/queries.ts";
 import type { IdentityRow } from "../index/records.ts";
 import { ApiError } from "../http/errors.ts";
 import { windowsAt, type Metered, type Meterer, type MeterOptions } from "../http/meter.ts";
-import { MAX_TIMEOUT_SECONDS, NETWORK, USDC_BASE, USDC_DOMAIN, type PaymentServer, type ReplayKey } from "./payment.ts";
+import { MAX_TIMEOUT_SECONDS, NETWORK, readPaymentHeader, USDC_BASE, USDC_DOMAIN, type PaymentServer, type ReplayKey } from "./payment.ts";
 
 /** The requirements of a paid call that may bill up to `maxMatches` matches at `price` each. */
 export function callRequirements(payTo: string, facilitatorAddress: string, price: bigint, maxMatches: number): PaymentRequirements {
@@ -73,17 +71,12 @@ export type DecodedCallPayment =
 
 /** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an upto Permit2 authorization. */
 export function decodeCallPayment(header: string): DecodedCallPayment {
-  let payload: unknown;
-  try {
-    payload = decodePaymentSignatureHeader(header.trim());
-  } catch {
-    return { ok: false, reason: "it is not base64-encoded JSON" };
-  }
-  if (!isPaymentPayloadV2(payload)) return { ok: false, reason: "it is not an x402 version 2 payment payload" };
-  const inner = v.safeParse(UptoPayload, payload.payload);
+  const read = readPaymentHeader(header);
+  if (!read.ok) return read;
+  const inner = v.safeParse(UptoPayload, read.payload.payload);
   if (!inner.success) return { ok: false, reason: "its payload is not a signed upto Permit2 authorization" };
   const auth = inner.output.permit2Authorization;
-  return { ok: true, payload: payload as PaymentPayload, payer: auth.from.toLowerCase(), nonce: auth.nonce, signature: inner.output.signature.toLowerCase() };
+  return { ok: true, payload: read.payload, payer: auth.from.toLowerCase(), nonce: auth.nonce, signature: inner.output.signature.toLowerCase() };
 }
 
 export function callReplayKey(requirements: PaymentRequirements, payment: { payer: string; nonce: string }): ReplayKey {
