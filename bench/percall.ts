@@ -33,6 +33,8 @@ export interface PercallWindow {
    * retry): milliseconds of the service's own wall time, and of its waits on the facilitator, a call.
    */
   serviceMsPerCall: number | undefined;
+  /** Of serviceMsPerCall, the 402 challenge's share. */
+  challengeMsPerCall: number | undefined;
   facilitatorWaitMsPerCall: number | undefined;
   serverCpuMsPerCall: number | undefined;
   facilitatorCpuMsPerCall: number | undefined;
@@ -48,14 +50,17 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Server-Timing totals of the responses a paying client received. */
-const serverTiming = { service: 0, facilitator: 0 };
+/** Server-Timing totals of the responses a paying client received; `challenge`: the service's own time on the 402s alone. */
+const serverTiming = { service: 0, facilitator: 0, challenge: 0 };
 
 /** fetch that adds up the Server-Timing of every response (the 402 and the paid retry alike). */
 const timedFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
   const res = await fetch(input, init);
   const header = res.headers.get("Server-Timing") ?? "";
-  for (const m of header.matchAll(/(service|facilitator);dur=([\d.]+)/g)) serverTiming[m[1] as "service" | "facilitator"] += Number(m[2]);
+  for (const m of header.matchAll(/(service|facilitator);dur=([\d.]+)/g)) {
+    serverTiming[m[1] as "service" | "facilitator"] += Number(m[2]);
+    if (m[1] === "service" && res.status === 402) serverTiming.challenge += Number(m[2]);
+  }
   return res;
 }) as typeof fetch;
 
@@ -151,6 +156,7 @@ export async function runPercallCase(options: {
         failures,
         settled,
         serviceMsPerCall: mode === "paid" && calls > 0 ? (serverTiming.service - timingBefore.service) / calls : undefined,
+        challengeMsPerCall: mode === "paid" && calls > 0 ? (serverTiming.challenge - timingBefore.challenge) / calls : undefined,
         facilitatorWaitMsPerCall: mode === "paid" && calls > 0 ? (serverTiming.facilitator - timingBefore.facilitator) / calls : undefined,
         serverCpuMsPerCall: perCall(figures.serverMicros),
         facilitatorCpuMsPerCall: perCall(facilitatorBefore !== undefined && facilitatorAfter !== undefined ? facilitatorAfter - facilitatorBefore : undefined),
@@ -183,7 +189,7 @@ function describeWindow(w: PercallWindow): string {
     `${w.mode === "paid" ? "paid per call" : "key-metered  "}: ${w.callsPerSecond.toFixed(1)} calls/s (${w.calls}, ${w.failures} failed), p50 ${w.p50Ms.toFixed(1)} ms, p99 ${w.p99Ms.toFixed(1)} ms; ` +
     `CPU a call: walletid ${ms(w.serverCpuMsPerCall)}, facilitator ${ms(w.facilitatorCpuMsPerCall)}, PostgreSQL ${ms(w.postgresCpuMsPerCall)}` +
     (w.mode === "paid"
-      ? `; Server-Timing a call: service ${ms(w.serviceMsPerCall)}, facilitator waits ${ms(w.facilitatorWaitMsPerCall)}; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing`
+      ? `; Server-Timing a call: service ${ms(w.serviceMsPerCall)} (the 402 ${ms(w.challengeMsPerCall)}), facilitator waits ${ms(w.facilitatorWaitMsPerCall)}; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing`
       : "")
   );
 }
@@ -206,7 +212,7 @@ export function printPercallReport(r: PercallReport, log: (line: string) => void
   );
   const service = mean(paid.map((w) => w.serviceMsPerCall));
   log(
-    `  Server-Timing a paid call (402 + paid retry): the service's own time ${ms(service)}, its waits on the facilitator ${ms(mean(paid.map((w) => w.facilitatorWaitMsPerCall)))}` +
+    `  Server-Timing a paid call (402 + paid retry): the service's own time ${ms(service)} (the 402 ${ms(mean(paid.map((w) => w.challengeMsPerCall)))}), its waits on the facilitator ${ms(mean(paid.map((w) => w.facilitatorWaitMsPerCall)))}` +
       `${service !== undefined ? (service < 1 ? " (own share under 1 ms: met)" : " (own share 1 ms or more: missed)") : ""}`,
   );
   log(`  facilitator CPU a paid call: ${ms(mean(paid.map((w) => w.facilitatorCpuMsPerCall)))}; PostgreSQL a call: paid ${ms(mean(paid.map((w) => w.postgresCpuMsPerCall)))}, key ${ms(mean(key.map((w) => w.postgresCpuMsPerCall)))}`);

@@ -194,6 +194,21 @@ function routeTemplate(c: Context): string {
   return "unmatched";
 }
 
+/**
+ * Server-Timing on a call paid over x402: `facilitator`, its round trips to the facilitator, and
+ * `service`, the rest of its time in this app, from the first middleware to the last.
+ */
+export function serverTiming(): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const facilitatorMs = c.get("facilitatorMs");
+    if (facilitatorMs === undefined) return;
+    const serviceMs = performance.now() - started - facilitatorMs;
+    c.res.headers.set("Server-Timing", `facilitator;dur=${facilitatorMs.toFixed(2)}, service;dur=${serviceMs.toFixed(2)}`);
+  };
+}
+
 /** Counts and times every request for /metrics (unless `count` is off), and writes its access line. */
 export function observeRequests(logger: Logger | undefined, count: boolean): MiddlewareHandler {
   const access = logger?.enabled("info") ? logger : undefined;
@@ -267,6 +282,7 @@ export function createApp(deps: AppDeps): App {
 
   const app = new Hono();
 
+  app.use(serverTiming());
   app.use(observeRequests(deps.logger, deps.config.metrics));
   app.use(requestIdAndCors());
   app.use(headRequests(log));

@@ -6,16 +6,14 @@
 -- identity rows of $13. No row: the payment was presented before (the unique replay key makes the
 -- claim atomic across processes). Otherwise the windows on every row, with an identity row
 -- (address null when there is none).
--- Its commit does not wait for the WAL flush, as metering's does not (00003_metering.sql): a
--- database crash can lose the last fraction of a second of claims and counts. A payment whose
--- claim was lost can run one call more, but settles at most once: its Permit2 nonce is spent on
--- chain by the first settlement, so the second answers 402 and returns nothing, unless it is a
--- miss, which costs nothing anyway.
-WITH async AS (
-  SELECT set_config('synchronous_commit', 'off', true)
-), claimed AS (
+-- It runs beside the facilitator's verification, not after it (src/operations/percall.ts), so its
+-- round trip and its commit are off the call's path; a payment the facilitator then refuses gives
+-- its claim and its units back (x402_calls_release). Its commit waits for the WAL flush: the claim
+-- is durable before any settlement, so a call settled and answered whose outcome row a crash then
+-- lost is still here, `claimed`, for reconciliation (x402_calls_select_open).
+WITH claimed AS (
   INSERT INTO x402_calls (id, network, asset, payer, nonce, signature, pay_to, route, max_amount, state, claimed_at)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'claimed', $10 FROM async
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'claimed', $10)
       ON CONFLICT (network, asset, payer, nonce) DO NOTHING
   RETURNING id
 ), counted AS (

@@ -2,7 +2,7 @@
 -- Records what became of a claimed call ($2: free, refused, failed, unknown or settled), or of an
 -- unknown one once reconciled. Never moves a row backwards: settled, free, refused and failed are final.
 -- Where no money moved (free, refused, failed) the commit does not wait for the WAL flush, like the
--- claim's; settled and unknown wait for it, and so make the claim durable too.
+-- claim's; settled and unknown wait for it.
 WITH async AS (
   SELECT CASE WHEN $2 IN ('free', 'refused', 'failed') THEN set_config('synchronous_commit', 'off', true) END AS ignored
 )

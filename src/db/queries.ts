@@ -127,6 +127,7 @@ export const QUERY_NAMES = [
   "webhook_endpoints_select_admin",
   "x402_calls_begin",
   "x402_calls_record_outcome",
+  "x402_calls_release",
   "x402_calls_select_by_key",
   "x402_calls_select_open",
   "x402_calls_select_revenue",

@@ -7,5 +7,7 @@ declare module "hono" {
     meter: Metered;
     /** The code of the error this request was answered with, for its access line. */
     errorCode: string;
+    /** Milliseconds a call paid over x402 waited on the facilitator, for its Server-Timing. */
+    facilitatorMs: number;
   }
 }

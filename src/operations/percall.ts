@@ -5,7 +5,7 @@ import type { PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { ApiError } from "../http/errors.ts";
 import type { Metered, Meterer } from "../http/meter.ts";
 import { paymentServerOf, settlePayment, verifyPayment, type PaymentServer } from "../x402/payment.ts";
-import { callReplayKey, callRequirements, decodeCallPayment, facilitatorAddress, PaidMeterer, PaymentAlreadyUsed, recordCall } from "../x402/percall.ts";
+import { callReplayKey, callRequirements, decodeCallPayment, facilitatorAddress, PaidMeterer, PaymentAlreadyUsed, recordCall, releaseCall } from "../x402/percall.ts";
 import type { OperationDeps } from "./deps.ts";
 import type { Outcome } from "./outcome.ts";
 
@@ -57,23 +57,39 @@ const unavailable = (what: string) =>
   new ApiError(503, "SERVICE_UNAVAILABLE", `The payment facilitator ${what}: nothing was charged; retry shortly`, { "Retry-After": "5" });
 
 /**
- * Runs one call paid over x402. The order (challenge, payment, verification at the ceiling,
- * claim, metering, the work, settlement of what was billed) means money moves only for an
- * answer that is then sent, and one payment runs one call, whichever process sees it.
+ * Records a call's outcome as its answer goes out, not before: the claim, durable before any
+ * settlement, already holds the call. A record that fails leaves the row `claimed`, and
+ * reconciliation (admin x402 calls) finds it.
+ */
+function recordAfter(deps: PerCallDeps, outcome: Parameters<typeof recordCall>[1]): void {
+  recordCall(deps.db, outcome).catch((err) => {
+    deps.log(
+      `x402 paid call ${outcome.id}${outcome.txHash ? ` (tx ${outcome.txHash})` : ""} ${outcome.state} but not recorded: ${err instanceof Error ? err.message : String(err)}`,
+      "error",
+    );
+  });
+}
+
+/**
+ * Runs one call paid over x402. The order (challenge; payment; verification at the ceiling, and
+ * beside it the claim, the metering and the work; settlement of what was billed; the answer, and
+ * beside it the outcome's record) means money moves only for an answer that is then sent, and one
+ * payment runs one call, whichever process sees it.
  */
 export async function payPerCall<T extends object>(deps: PerCallDeps, call: PaidCall<T>): Promise<PaidCallResult<T>> {
   const payments = deps.payments!;
-  // the facilitator's share of the call's time, kept apart from the service's own
+  // the facilitator's share of the call's time, kept apart from the service's own: each round trip
+  // from the call into the resource server to its return, the HTTP client's work at both ends included
   let facilitatorMs = 0;
-  const timed = async <R>(work: Promise<R>): Promise<R> => {
+  const timed = async <R>(work: () => Promise<R>): Promise<R> => {
     const started = performance.now();
     try {
-      return await work;
+      return await work();
     } finally {
       facilitatorMs += performance.now() - started;
     }
   };
-  const facilitator = await timed(facilitatorAddress(payments));
+  const facilitator = await timed(() => facilitatorAddress(payments));
   if (!facilitator) throw unavailable("cannot be reached");
   const requirements = callRequirements(payments.payTo, facilitator, deps.price, Math.max(1, call.maxMatches));
   const asked = (more: { reason?: string; settled?: SettleResponse } = {}): CallPaymentRequired => ({
@@ -91,13 +107,6 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
   const matched = payments.resource.findMatchingRequirements([requirements], decoded.payload);
   if (!matched) return asked({ reason: "no_matching_payment_requirements" });
 
-  const verified = await timed(verifyPayment(payments, decoded.payload, matched));
-  if (!verified.ok && "unavailable" in verified) {
-    deps.log(`x402 per call verify: the facilitator is unavailable: ${verified.unavailable}`, "warn");
-    throw unavailable("is unavailable");
-  }
-  if (!verified.ok) return asked({ reason: verified.reason });
-
   const id = crypto.randomUUID();
   const key = callReplayKey(matched, decoded);
   // the payment is claimed by the call's metering statement, once across processes
@@ -109,14 +118,35 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
     route: call.route,
     maxAmount: matched.amount,
   });
-  let outcome: Outcome<T & { metered: Metered }>;
-  try {
-    outcome = await call.run(meterer);
-  } catch (err) {
-    if (err instanceof PaymentAlreadyUsed) return asked({ reason: "payment_already_used" });
-    if (meterer.claimed) await recordCall(deps.db, { id, state: "refused", reason: "the call failed", now: deps.now() }).catch(() => {});
-    throw err;
+  // The claim and the work run beside the verification, so that the database's round trip hides
+  // behind the facilitator's; nothing is answered or settled before both are done. A payment the
+  // facilitator refuses gives its claim and its rate units back.
+  const [verified, ran] = await Promise.all([
+    timed(() => verifyPayment(payments, decoded.payload, matched)),
+    call.run(meterer).then(
+      (outcome) => ({ outcome }),
+      (error: unknown) => ({ error }),
+    ),
+  ]);
+  if (!verified.ok) {
+    if (meterer.claimed) {
+      await releaseCall(deps.db, id, meterer.counted).catch((err) => {
+        // the row stays claimed: reconciliation finds it unspent on chain
+        deps.log(`x402 paid call ${id}: cannot give back the claim of a refused payment: ${err instanceof Error ? err.message : String(err)}`, "error");
+      });
+    }
+    if ("unavailable" in verified) {
+      deps.log(`x402 per call verify: the facilitator is unavailable: ${verified.unavailable}`, "warn");
+      throw unavailable("is unavailable");
+    }
+    return asked({ reason: verified.reason });
   }
+  if ("error" in ran) {
+    if (ran.error instanceof PaymentAlreadyUsed) return asked({ reason: "payment_already_used" });
+    if (meterer.claimed) await recordCall(deps.db, { id, state: "refused", reason: "the call failed", now: deps.now() }).catch(() => {});
+    throw ran.error;
+  }
+  const outcome = ran.outcome;
   if (!outcome.ok) {
     if (meterer.claimed) await recordCall(deps.db, { id, state: "refused", reason: outcome.refusal.code, now: deps.now() });
     return { kind: "refused", refusal: outcome.refusal };
@@ -128,11 +158,11 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
   const amount = deps.price * BigInt(matches);
   if (matches === 0) {
     // a miss costs nothing: no settlement, the authorization is left unused
-    await recordCall(deps.db, { id, state: "free", matches: 0, amount: 0n, now: deps.now() });
+    recordAfter(deps, { id, state: "free", matches: 0, amount: 0n, now: deps.now() });
     return { kind: "answered", result: outcome, matches, amount, facilitatorMs };
   }
 
-  const settled = await timed(settlePayment(payments, decoded.payload, matched, amount));
+  const settled = await timed(() => settlePayment(payments, decoded.payload, matched, amount));
   if (settled.state === "failed") {
     await recordCall(deps.db, { id, state: "failed", matches, reason: settled.reason, now: deps.now() });
     return asked({ reason: settled.reason, settled: settled.response });
@@ -148,9 +178,6 @@ export async function payPerCall<T extends object>(deps: PerCallDeps, call: Paid
     );
   }
   const response = settled.response;
-  await recordCall(deps.db, { id, state: "settled", matches, amount, txHash: response.transaction, now: deps.now() }).catch((err) => {
-    // the money moved: the answer is owed; the row stays claimed and reconciliation finds it
-    deps.log(`x402 paid call ${id} (tx ${response.transaction}) settled but not recorded: ${err instanceof Error ? err.message : String(err)}`, "error");
-  });
+  recordAfter(deps, { id, state: "settled", matches, amount, txHash: response.transaction, now: deps.now() });
   return { kind: "answered", result: outcome, matches, amount, paymentResponse: response, facilitatorMs };
 }

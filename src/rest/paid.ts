@@ -2,13 +2,13 @@
 // Authorization, the route answers through here: the 402 challenge (with the Bazaar discovery
 // extension), the paid answer with PAYMENT-RESPONSE when money moved, and the refusals.
 import type { Context } from "hono";
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import { PAYMENT_REQUIRED_CACHE_CONTROL } from "@x402/core/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension, type DeclareDiscoveryExtensionInput } from "@x402/extensions/bazaar";
 import { errorBody } from "../http/errors.ts";
 import { rateLimitHeaders, type Metered } from "../http/meter.ts";
 import { payPerCall, type PaidCall, type PerCallDeps } from "../operations/percall.ts";
-import type { PaymentServer } from "../x402/payment.ts";
+import { paymentRequiredHeader, type PaymentServer } from "../x402/payment.ts";
 
 /** What a paid route tells x402 discovery about itself. */
 export interface PaidRoute {
@@ -54,11 +54,9 @@ export async function answerPaid<T extends object>(
   call: Omit<PaidCall<T>, "paymentSignature">,
   render: (result: T & { metered: Metered }) => Response,
 ): Promise<Response> {
-  const started = performance.now();
   const paid = await payPerCall(deps, { ...call, paymentSignature: c.req.header("PAYMENT-SIGNATURE") });
-  // Server-Timing: the facilitator's round trips, and the service's own time beside them
-  const timing = (facilitatorMs: number) =>
-    c.header("Server-Timing", `facilitator;dur=${facilitatorMs.toFixed(2)}, service;dur=${(performance.now() - started - facilitatorMs).toFixed(2)}`);
+  // for Server-Timing (serverTiming in app.ts): the facilitator's round trips, the rest is the service's own
+  if (paid.kind !== "refused") c.set("facilitatorMs", paid.facilitatorMs);
   switch (paid.kind) {
     case "refused":
       throw paid.refusal;
@@ -66,7 +64,6 @@ export async function answerPaid<T extends object>(
       if (paid.paymentResponse) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(paid.paymentResponse));
       // the paying wallet's windows, as a key's are shown
       for (const [name, value] of Object.entries(rateLimitHeaders(paid.result.metered, deps.now()) ?? {})) c.header(name, value);
-      timing(paid.facilitatorMs);
       return render(paid.result);
     case "payment_required": {
       const { payments, requirements, reason, settled } = paid;
@@ -91,14 +88,13 @@ export async function answerPaid<T extends object>(
         payments.resource.enrichExtensions(declarationOf(route), transport),
         transport,
       );
-      c.header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(required));
+      c.header("PAYMENT-REQUIRED", paymentRequiredHeader(required));
       c.header("Cache-Control", PAYMENT_REQUIRED_CACHE_CONTROL);
       if (settled) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(settled));
       const ceiling = dollars(BigInt(requirements.amount));
       const message = reason
         ? `Payment refused (${reason}): nothing was answered or charged; sign a new payment from the PAYMENT-REQUIRED header`
         : `Payment required: send an API key, or pay per call with the x402 challenge in the PAYMENT-REQUIRED header (upto ${ceiling}; ${dollars(deps.price)} a match billed, a miss costs nothing)`;
-      timing(paid.facilitatorMs);
       return c.json(errorBody("PAYMENT_REQUIRED", message), 402);
     }
   }

@@ -2,7 +2,7 @@
 // Authorization tops that key's account up) and GET/POST {site_url}/api/x402/recover (a new key
 // for the wallet that paid, by signature). Bodies are bare JSON objects; errors are {error, code}.
 import { Hono, type Context } from "hono";
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import { PAYMENT_REQUIRED_CACHE_CONTROL } from "@x402/core/server";
 import * as v from "valibot";
 import { readAtMost, tooLarge } from "../http/body.ts";
@@ -11,7 +11,7 @@ import { credentialOf } from "../http/meter.ts";
 import type { OperationDeps } from "../operations/deps.ts";
 import { buyPacks, createPurchaseDeps, type PaymentRequired } from "../operations/purchase.ts";
 import { createRecoveryDeps, recoverApiKey, recoveryChallenge } from "../operations/recovery.ts";
-import type { PaymentServer } from "../x402/payment.ts";
+import { paymentRequiredHeader, type PaymentServer } from "../x402/payment.ts";
 import { MATCHES_PER_PACK } from "../x402/purchase.ts";
 import { BuyBody, RecoverBody, RecoverQuery } from "../x402/schemas.ts";
 
@@ -68,7 +68,7 @@ export function x402Routes(deps: X402Deps) {
   async function challenge(c: Context, asked: PaymentRequired) {
     const { payments: server, requirements, quantity, reason, settled } = asked;
     const required = await server.resource.createPaymentRequiredResponse([requirements], resource(quantity), reason ?? "Payment required");
-    c.header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(required));
+    c.header("PAYMENT-REQUIRED", paymentRequiredHeader(required));
     c.header("Cache-Control", PAYMENT_REQUIRED_CACHE_CONTROL);
     if (settled) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(settled));
     const message = reason

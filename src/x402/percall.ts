@@ -129,6 +129,14 @@ export async function recordCall(
   return row;
 }
 
+/**
+ * Gives back the claim of a call whose payment the facilitator did not verify, with the `units` its
+ * claim counted against the paying wallet: the same payment may be presented again. Whether a claim was given back.
+ */
+export async function releaseCall(db: Db, id: string, units: number): Promise<boolean> {
+  return (await db.query(sql("x402_calls_release"), [id, units])).length > 0;
+}
+
 /** A paid call whose settlement outcome is not known, for an operator to check on chain. */
 export interface OpenCall {
   id: string;
@@ -175,6 +183,8 @@ type BeginRow = IdentityRow & {
 export class PaidMeterer implements Meterer {
   /** Whether meter() claimed the payment (undefined: it was never called). */
   claimed: boolean | undefined;
+  /** The rate units the claim counted against the paying wallet (0 when it was refused). */
+  counted = 0;
 
   constructor(
     private readonly db: Db,
@@ -209,6 +219,7 @@ export class PaidMeterer implements Meterer {
     this.claimed = rows.length > 0;
     if (!this.claimed) throw new PaymentAlreadyUsed();
     const [row] = rows;
+    if (row.outcome === "ok") this.counted = options.weight;
     const metered: Metered = {
       keyId: "",
       accountId: "",

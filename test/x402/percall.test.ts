@@ -71,11 +71,19 @@ async function seed(db: Db): Promise<void> {
   await importIndex(db, observations, now);
 }
 
-const callsOf = (db: Db, payer: string) =>
-  db.query<{ state: string; route: string; matches: number | null; amount: string | null; tx_hash: string | null }>(
-    "SELECT state, route, matches, amount::text AS amount, tx_hash FROM x402_calls WHERE payer = $1 ORDER BY claimed_at",
-    [payer],
-  );
+type CallRow = { state: string; route: string; matches: number | null; amount: string | null; tx_hash: string | null };
+
+/** A payer's paid calls, once their outcomes are recorded: the record goes out beside the answer, so it may land just after it. */
+async function callsOf(db: Db, payer: string): Promise<CallRow[]> {
+  const read = () => db.query<CallRow>("SELECT state, route, matches, amount::text AS amount, tx_hash FROM x402_calls WHERE payer = $1 ORDER BY claimed_at", [payer]);
+  const until = Date.now() + 5_000;
+  let rows = await read();
+  while (rows.some((r) => r.state === "claimed") && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    rows = await read();
+  }
+  return rows;
+}
 
 const debitCount = async (db: Db) => Number((await db.query<{ n: number }>("SELECT count(*)::integer AS n FROM debits"))[0].n);
 
@@ -155,6 +163,10 @@ eachDatabase("x402 pay per call", (get) => {
     assert.deepEqual({ ...row }, { state: "settled", route: "/v1/wallet/{address}", matches: 1, amount: PRICE.toString(), tx_hash: settled.transaction });
     assert.equal(await debitCount(get().db), 0, "nothing written to any account's debits");
     assert.ok(res.headers.get("X-RateLimit-Limit"), "the paying wallet's windows are shown");
+    // where the paid call's time went: the facilitator's round trips, and the service's own beside them
+    const timing = /^facilitator;dur=(\d+\.\d\d), service;dur=(\d+\.\d\d)$/.exec(res.headers.get("Server-Timing") ?? "");
+    assert.ok(timing, `Server-Timing: ${res.headers.get("Server-Timing")}`);
+    assert.ok(Number(timing[1]) > 0, "verification and settlement are round trips to the facilitator");
   });
 
   test("an ens-only and a never-seen wallet move nothing and carry no PAYMENT-RESPONSE", async () => {
@@ -250,6 +262,19 @@ eachDatabase("x402 pay per call", (get) => {
     assert.ok(decodePaymentRequiredHeader(res.headers.get("PAYMENT-REQUIRED")!).error);
     assert.equal(facilitator.token.balanceOf(payer.address), PRICE - 1n);
     assert.equal((await callsOf(get().db, payer.address)).length, 0, "nothing claimed");
+
+    // the refused payment's claim, made beside its verification, was given back with its rate unit:
+    // funded now, the same payment runs its call, and the wallet's window counts that call alone
+    await fetch(`${facilitator.url}/faucet`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ address: payer.address, amount: "1" }),
+    });
+    const again = await expectStatus(await fetch(`${server.url}/api/v1/wallet/${MATCHED}`, { headers: { "PAYMENT-SIGNATURE": payer.signatures.at(-1)! } }), 200);
+    assert.equal(again.body.data.twitter.handle, "matched_one");
+    assert.equal(facilitator.token.balanceOf(payer.address), 0n);
+    assert.equal(Number(again.headers.get("X-RateLimit-Remaining")), Number(again.headers.get("X-RateLimit-Limit")) - 1);
+    assert.deepEqual((await callsOf(get().db, payer.address)).map((r) => r.state), ["settled"]);
   });
 });
 
