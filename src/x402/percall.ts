@@ -178,7 +178,8 @@ type BeginRow = IdentityRow & {
  * wallet's windows under the Developer preset (x402_payer_windows, so the limit holds across
  * processes), and reads its identity rows, so that the matches it would bill are counted as the
  * key-metered call counts them. Nothing is debited: the payment is the bill. A refusal (weight 0)
- * counts nothing. An operation that refuses before it meters (bad input) claims nothing.
+ * counts nothing. An operation that refuses before it meters (bad input) claims nothing. It runs
+ * beside the payment's verification: a payment then refused gives back the claim and `counted`.
  */
 export class PaidMeterer implements Meterer {
   /** Whether meter() claimed the payment (undefined: it was never called). */
