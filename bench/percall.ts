@@ -30,7 +30,7 @@ export interface PercallWindow {
   settled: number;
   /**
    * From the server's Server-Timing on both responses of a paid call (the 402 and the paid
-   * retry): milliseconds of the service's own wall time, and of its waits on the facilitator, a call.
+   * retry): milliseconds of the service's own wall time, and of its round trips to the facilitator, a call.
    */
   serviceMsPerCall: number | undefined;
   /** Of serviceMsPerCall, the 402 challenge's share. */
@@ -189,7 +189,7 @@ function describeWindow(w: PercallWindow): string {
     `${w.mode === "paid" ? "paid per call" : "key-metered  "}: ${w.callsPerSecond.toFixed(1)} calls/s (${w.calls}, ${w.failures} failed), p50 ${w.p50Ms.toFixed(1)} ms, p99 ${w.p99Ms.toFixed(1)} ms; ` +
     `CPU a call: walletid ${ms(w.serverCpuMsPerCall)}, facilitator ${ms(w.facilitatorCpuMsPerCall)}, PostgreSQL ${ms(w.postgresCpuMsPerCall)}` +
     (w.mode === "paid"
-      ? `; Server-Timing a call: service ${ms(w.serviceMsPerCall)} (the 402 ${ms(w.challengeMsPerCall)}), facilitator waits ${ms(w.facilitatorWaitMsPerCall)}; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing`
+      ? `; Server-Timing a call: service ${ms(w.serviceMsPerCall)} (the 402 ${ms(w.challengeMsPerCall)}), facilitator round trips ${ms(w.facilitatorWaitMsPerCall)}; ${w.settled} settled a match, ${w.calls - w.settled} misses settled nothing`
       : "")
   );
 }
@@ -212,7 +212,7 @@ export function printPercallReport(r: PercallReport, log: (line: string) => void
   );
   const service = mean(paid.map((w) => w.serviceMsPerCall));
   log(
-    `  Server-Timing a paid call (402 + paid retry): the service's own time ${ms(service)} (the 402 ${ms(mean(paid.map((w) => w.challengeMsPerCall)))}), its waits on the facilitator ${ms(mean(paid.map((w) => w.facilitatorWaitMsPerCall)))}` +
+    `  Server-Timing a paid call (402 + paid retry): the service's own time ${ms(service)} (the 402 ${ms(mean(paid.map((w) => w.challengeMsPerCall)))}), its round trips to the facilitator ${ms(mean(paid.map((w) => w.facilitatorWaitMsPerCall)))}` +
       `${service !== undefined ? (service < 1 ? " (own share under 1 ms: met)" : " (own share 1 ms or more: missed)") : ""}`,
   );
   log(`  facilitator CPU a paid call: ${ms(mean(paid.map((w) => w.facilitatorCpuMsPerCall)))}; PostgreSQL a call: paid ${ms(mean(paid.map((w) => w.postgresCpuMsPerCall)))}, key ${ms(mean(key.map((w) => w.postgresCpuMsPerCall)))}`);
