@@ -218,9 +218,12 @@ describe("admin CLI [postgres]", () => {
   test("--help on admin and on every command: usage on stdout, exit 0, nothing opened", async () => {
     const whole = await admin(["--help"], {});
     assert.equal(whole.code, 0, whole.stderr);
-    for (const command of ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke", "opt-out list", "opt-out add", "opt-out restore", "webhooks list"]) {
+    const commands = ["account create", "key create", "credits grant", "import", "maintain", "x402 redeem", "connection list", "connection revoke", "opt-out list", "opt-out add", "opt-out restore", "webhooks list"];
+    // independent processes: run them side by side
+    const helps = await Promise.all(commands.map((command) => admin([...command.split(" "), "--help"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })));
+    for (const [i, command] of commands.entries()) {
       assert.ok(whole.stdout.includes(command), `the usage names ${command}`);
-      const one = await admin([...command.split(" "), "--help"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" });
+      const one = helps[i];
       assert.equal(one.code, 0, `${command} --help: ${one.stderr}`);
       assert.match(one.stdout, new RegExp(`^Usage: npm run admin -- ${command}`), one.stdout);
       assert.ok(one.stdout.split("\n").length >= 3, `${command} --help says what it does: ${one.stdout}`);

@@ -14,7 +14,7 @@ export interface FetchOutboundOptions {
   runtime: string;
   allowHosts: readonly string[];
   resolve: ResolveHost;
-  /** fetch through OUTBOUND_PROXY (Deno.createHttpClient({proxy}), Bun's fetch({proxy})); none: every request is refused. */
+  /** fetch through OUTBOUND_PROXY (Deno's createHttpClient({proxy}), Bun's fetch({proxy})); none: every request is refused. */
   proxiedFetch?: (url: string, init: RequestInit) => Promise<Response>;
 }
 
