@@ -1,6 +1,6 @@
 // Paying per call over x402 (`upto`): a keyless metered call answers a challenge for its ceiling;
-// paid, it is verified, claimed once, run, and then settled for the matches it billed, before the
-// answer is sent. A miss settles nothing. Faces: GET /wallet/{address}, POST /batch, GET /reverse/twitter.
+// paid, it is verified while it is claimed once and run, and then settled for the matches it
+// billed, before the answer is sent. A miss settles nothing. Faces: GET /wallet/{address}, POST /batch, GET /reverse/twitter.
 import type { PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { ApiError } from "../http/errors.ts";
 import type { Metered, Meterer } from "../http/meter.ts";
