@@ -57,17 +57,20 @@ const unavailable = (what: string) =>
   new ApiError(503, "SERVICE_UNAVAILABLE", `The payment facilitator ${what}: nothing was charged; retry shortly`, { "Retry-After": "5" });
 
 /**
- * Records a call's outcome as its answer goes out, not before: the claim, durable before any
+ * Records a call's outcome once its answer has gone out, not before: the claim, durable before any
  * settlement, already holds the call. A record that fails leaves the row `claimed`, and
  * reconciliation (admin x402 calls) finds it.
  */
 function recordAfter(deps: PerCallDeps, outcome: Parameters<typeof recordCall>[1]): void {
-  recordCall(deps.db, outcome).catch((err) => {
-    deps.log(
-      `x402 paid call ${outcome.id}${outcome.txHash ? ` (tx ${outcome.txHash})` : ""} ${outcome.state} but not recorded: ${err instanceof Error ? err.message : String(err)}`,
-      "error",
-    );
-  });
+  // a task of its own: the answer is written first
+  setTimeout(() => {
+    recordCall(deps.db, outcome).catch((err) => {
+      deps.log(
+        `x402 paid call ${outcome.id}${outcome.txHash ? ` (tx ${outcome.txHash})` : ""} ${outcome.state} but not recorded: ${err instanceof Error ? err.message : String(err)}`,
+        "error",
+      );
+    });
+  }, 0);
 }
 
 /**

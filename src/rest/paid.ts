@@ -2,13 +2,12 @@
 // Authorization, the route answers through here: the 402 challenge (with the Bazaar discovery
 // extension), the paid answer with PAYMENT-RESPONSE when money moved, and the refusals.
 import type { Context } from "hono";
-import { encodePaymentResponseHeader } from "@x402/core/http";
 import { PAYMENT_REQUIRED_CACHE_CONTROL } from "@x402/core/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension, type DeclareDiscoveryExtensionInput } from "@x402/extensions/bazaar";
 import { errorBody } from "../http/errors.ts";
 import { rateLimitHeaders, type Metered } from "../http/meter.ts";
 import { payPerCall, type PaidCall, type PerCallDeps } from "../operations/percall.ts";
-import { paymentRequiredHeader, type PaymentServer } from "../x402/payment.ts";
+import { paymentRequiredHeader, paymentResponseHeader, type PaymentServer } from "../x402/payment.ts";
 
 /** What a paid route tells x402 discovery about itself. */
 export interface PaidRoute {
@@ -61,7 +60,7 @@ export async function answerPaid<T extends object>(
     case "refused":
       throw paid.refusal;
     case "answered":
-      if (paid.paymentResponse) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(paid.paymentResponse));
+      if (paid.paymentResponse) c.header("PAYMENT-RESPONSE", paymentResponseHeader(paid.paymentResponse));
       // the paying wallet's windows, as a key's are shown
       for (const [name, value] of Object.entries(rateLimitHeaders(paid.result.metered, deps.now()) ?? {})) c.header(name, value);
       return render(paid.result);
@@ -90,7 +89,7 @@ export async function answerPaid<T extends object>(
       );
       c.header("PAYMENT-REQUIRED", paymentRequiredHeader(required));
       c.header("Cache-Control", PAYMENT_REQUIRED_CACHE_CONTROL);
-      if (settled) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(settled));
+      if (settled) c.header("PAYMENT-RESPONSE", paymentResponseHeader(settled));
       const ceiling = dollars(BigInt(requirements.amount));
       const message = reason
         ? `Payment refused (${reason}): nothing was answered or charged; sign a new payment from the PAYMENT-REQUIRED header`

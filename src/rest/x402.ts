@@ -2,7 +2,6 @@
 // Authorization tops that key's account up) and GET/POST {site_url}/api/x402/recover (a new key
 // for the wallet that paid, by signature). Bodies are bare JSON objects; errors are {error, code}.
 import { Hono, type Context } from "hono";
-import { encodePaymentResponseHeader } from "@x402/core/http";
 import { PAYMENT_REQUIRED_CACHE_CONTROL } from "@x402/core/server";
 import * as v from "valibot";
 import { readAtMost, tooLarge } from "../http/body.ts";
@@ -11,7 +10,7 @@ import { credentialOf } from "../http/meter.ts";
 import type { OperationDeps } from "../operations/deps.ts";
 import { buyPacks, createPurchaseDeps, type PaymentRequired } from "../operations/purchase.ts";
 import { createRecoveryDeps, recoverApiKey, recoveryChallenge } from "../operations/recovery.ts";
-import { paymentRequiredHeader, type PaymentServer } from "../x402/payment.ts";
+import { paymentRequiredHeader, paymentResponseHeader, type PaymentServer } from "../x402/payment.ts";
 import { MATCHES_PER_PACK } from "../x402/purchase.ts";
 import { BuyBody, RecoverBody, RecoverQuery } from "../x402/schemas.ts";
 
@@ -70,7 +69,7 @@ export function x402Routes(deps: X402Deps) {
     const required = await server.resource.createPaymentRequiredResponse([requirements], resource(quantity), reason ?? "Payment required");
     c.header("PAYMENT-REQUIRED", paymentRequiredHeader(required));
     c.header("Cache-Control", PAYMENT_REQUIRED_CACHE_CONTROL);
-    if (settled) c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(settled));
+    if (settled) c.header("PAYMENT-RESPONSE", paymentResponseHeader(settled));
     const message = reason
       ? `Payment refused (${reason}): sign a new payment of ${dollars(quantity)} for ${packs(quantity)} from the PAYMENT-REQUIRED header`
       : `Payment required: ${dollars(quantity)} for ${packs(quantity)}; pay with the x402 challenge in the PAYMENT-REQUIRED header and resend this request with PAYMENT-SIGNATURE`;
@@ -87,7 +86,7 @@ export function x402Routes(deps: X402Deps) {
       case "settlement_uncertain":
         return settlementFailure(c, bought.reference);
       case "bought":
-        c.header("PAYMENT-RESPONSE", encodePaymentResponseHeader(bought.paymentResponse));
+        c.header("PAYMENT-RESPONSE", paymentResponseHeader(bought.paymentResponse));
         return c.json(bought.body);
     }
   });

@@ -2,7 +2,7 @@
 // official resource server (@x402/core with the @x402/evm `exact` scheme) that verifies and settles
 // through the facilitator, and the reading of a client's PAYMENT-SIGNATURE. Every header on the
 // wire is encoded and decoded by @x402/core, never by hand.
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { FacilitatorResponseError, HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import { SettleError, VerifyError, type PaymentPayload, type PaymentRequired, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
@@ -97,11 +97,21 @@ const PaymentPayloadV2 = v.object({
   extensions: Extensions,
 });
 
+// @x402/core carries every header as base64 of the UTF-8 bytes of JSON, and goes through those
+// bytes one at a time both ways. For ASCII text the bytes are the string's own characters, so
+// btoa and atob alone give the same values, several times sooner; anything else takes the library's way.
+const ASCII = /^[\x00-\x7f]*$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
 /** A PAYMENT-SIGNATURE header read as an x402 v2 payment payload, its scheme's part not yet checked. */
 export function readPaymentHeader(header: string): { ok: true; payload: PaymentPayload } | { ok: false; reason: string } {
+  const text = header.trim();
   let payload: unknown;
   try {
-    payload = decodePaymentSignatureHeader(header.trim());
+    // what decodePaymentSignatureHeader accepts, and nothing else
+    if (!BASE64.test(text)) throw new Error("not base64");
+    const binary = atob(text);
+    payload = ASCII.test(binary) ? JSON.parse(binary) : decodePaymentSignatureHeader(text);
   } catch {
     return { ok: false, reason: "it is not base64-encoded JSON" };
   }
@@ -110,15 +120,17 @@ export function readPaymentHeader(header: string): { ok: true; payload: PaymentP
   return { ok: true, payload: payload as PaymentPayload };
 }
 
-/**
- * The PAYMENT-REQUIRED header's value: base64 of the challenge's JSON, as @x402/core's
- * encodePaymentRequiredHeader writes it. That one goes through UTF-8 bytes one at a time; for an
- * ASCII challenge (all of ours unless an operator's text says otherwise) those bytes are the
- * string's own characters, so btoa of the JSON is the same value, about ten times sooner.
- */
+/** The PAYMENT-REQUIRED header's value, as encodePaymentRequiredHeader writes it. */
 export function paymentRequiredHeader(required: PaymentRequired): string {
   const json = JSON.stringify(required);
-  return /^[\x00-\x7f]*$/.test(json) ? btoa(json) : encodePaymentRequiredHeader(required);
+  return ASCII.test(json) ? btoa(json) : encodePaymentRequiredHeader(required);
+}
+
+/** The PAYMENT-RESPONSE header's value, as encodePaymentResponseHeader writes it: without the facilitator's extension responses. */
+export function paymentResponseHeader(response: SettleResponse): string {
+  const { extensionResponses: _, ...buyerFacing } = response as SettleResponse & { extensionResponses?: unknown };
+  const json = JSON.stringify(buyerFacing);
+  return ASCII.test(json) ? btoa(json) : encodePaymentResponseHeader(response);
 }
 
 /** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an EIP-3009 authorization. */
