@@ -1,7 +1,7 @@
 // The x402 side of a purchase: the server's own payment requirements for a quantity of packs, the
 // official resource server (@x402/core with the @x402/evm `exact` scheme) that verifies and settles
 // through the facilitator, and the reading of a client's PAYMENT-SIGNATURE. Every header on the
-// wire is encoded and decoded by @x402/core, never by hand.
+// wire has @x402/core's value: ASCII text is base64'd by btoa and atob, the rest by the library.
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { FacilitatorResponseError, HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import { SettleError, VerifyError, type PaymentPayload, type PaymentRequired, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "@x402/core/types";
@@ -122,15 +122,18 @@ export function readPaymentHeader(header: string): { ok: true; payload: PaymentP
 
 /** The PAYMENT-REQUIRED header's value, as encodePaymentRequiredHeader writes it. */
 export function paymentRequiredHeader(required: PaymentRequired): string {
-  const json = JSON.stringify(required);
-  return ASCII.test(json) ? btoa(json) : encodePaymentRequiredHeader(required);
+  return base64Json(JSON.stringify(required), () => encodePaymentRequiredHeader(required));
 }
 
 /** The PAYMENT-RESPONSE header's value, as encodePaymentResponseHeader writes it: without the facilitator's extension responses. */
 export function paymentResponseHeader(response: SettleResponse): string {
   const { extensionResponses: _, ...buyerFacing } = response as SettleResponse & { extensionResponses?: unknown };
-  const json = JSON.stringify(buyerFacing);
-  return ASCII.test(json) ? btoa(json) : encodePaymentResponseHeader(response);
+  return base64Json(JSON.stringify(buyerFacing), () => encodePaymentResponseHeader(response));
+}
+
+/** base64 of JSON text by btoa when it is ASCII, else the library's `encode`. */
+function base64Json(json: string, encode: () => string): string {
+  return ASCII.test(json) ? btoa(json) : encode();
 }
 
 /** A PAYMENT-SIGNATURE header read as an x402 v2 payload carrying an EIP-3009 authorization. */
