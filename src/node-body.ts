@@ -5,12 +5,14 @@
 // (src/main.ts) remembers each request's IncomingMessage and installs `readNodeBody` as the body
 // source of src/http/body.ts; Deno, Bun and requests from elsewhere read `req.body` as before.
 // A body over its limit is drained (read and discarded, bounded) before the 413 goes out, so that
-// a client still writing it reads the answer rather than EPIPE (see drainRest below).
+// a client still writing it reads the answer rather than EPIPE (see readNodeBody below); a body
+// the drain cannot take is answered and its connection closed in stages (see lingerAfterAnswer).
 // No Node import here: the IncomingMessage is described by the few members used.
 import { concatChunks, type BodySource } from "./http/body.ts";
 
 /** What of Node's IncomingMessage this module uses. */
 interface IncomingBody {
+  readonly socket?: LingeringSocket | null;
   readonly readableEnded: boolean;
   readonly complete: boolean;
   readonly headers: Record<string, string | string[] | undefined>;
@@ -19,6 +21,16 @@ interface IncomingBody {
   on(event: "error", listener: (err: Error) => void): unknown;
   off(event: string, listener: (...args: never[]) => void): unknown;
   pause(): unknown;
+  resume(): unknown;
+}
+
+/** What of the request's net.Socket the staged close uses. */
+interface LingeringSocket {
+  readonly destroyed: boolean;
+  destroySoon?: () => void;
+  end(): unknown;
+  destroy(): unknown;
+  once(event: "close", listener: () => void): unknown;
 }
 
 /** The IncomingMessage of every request the runtime handed in, until the request is collected. */
@@ -42,6 +54,14 @@ export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
 export const DRAIN_MAX_MS = 5_000;
 /** Drains at once in this process; a body over its limit beyond them is answered and cut at once. */
 export const MAX_DRAINS = 64;
+/**
+ * After a cut, how long and how many bytes the connection is still read (and discarded) once its
+ * 413 and its end have been sent, before it is destroyed: the staged close of RFC 9112 section
+ * 9.6. Destroying a connection with bytes unread sends a reset, and a client that is still
+ * writing then reads EPIPE from its next write, not the 413 already in its socket.
+ */
+export const LINGER_MS = 2_000;
+export const LINGER_MAX_BYTES = 16 * 1024 * 1024;
 
 let drains = 0;
 
@@ -73,10 +93,10 @@ export const readNodeBody: BodySource = (req, maxBytes) => {
         clearTimeout(timer);
       }
     };
-    // stop reading and answer: @hono/node-server and Node close the connection after the 413
+    // answer without reading the rest: the connection closes in stages after the 413
     const cut = () => {
       done();
-      stream.pause();
+      lingerAfterAnswer(stream);
       resolve(null);
     };
     const onData = (chunk: Uint8Array) => {
@@ -118,3 +138,34 @@ export const readNodeBody: BodySource = (req, maxBytes) => {
     stream.on("close", onClose);
   });
 };
+
+/**
+ * Closes the connection of a request whose body was cut in stages: Node's HTTP server calls
+ * `destroySoon` once the answer (which says `Connection: close`) is written; here that sends the
+ * end after the answer and goes on reading and discarding the body until the client closes its
+ * side, LINGER_MS pass or LINGER_MAX_BYTES arrive. A client that stops writing when it reads the
+ * end (most do) is closed cleanly; one that writes on has had the time to read its answer.
+ */
+function lingerAfterAnswer(stream: IncomingBody): void {
+  const socket = stream.socket;
+  if (!socket || typeof socket.destroySoon !== "function") {
+    stream.pause();
+    return;
+  }
+  let read = 0;
+  const discard = (chunk: Uint8Array) => {
+    read += chunk.byteLength;
+    if (read > LINGER_MAX_BYTES) socket.destroy();
+  };
+  stream.on("data", discard);
+  // the client closing its side ends the body with an error: that is the expected end here
+  stream.on("error", () => {});
+  stream.resume();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  socket.destroySoon = () => {
+    if (timer !== undefined || socket.destroyed) return;
+    socket.end();
+    timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    socket.once("close", () => clearTimeout(timer));
+  };
+}

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
-import { DRAIN_MAX_BYTES, DRAIN_MAX_MS } from "../../src/node-body.ts";
+import { DRAIN_MAX_BYTES, DRAIN_MAX_MS, LINGER_MAX_BYTES, LINGER_MS } from "../../src/node-body.ts";
 import { eachDatabase } from "../support/db.ts";
 import { fixtureSuite } from "../support/server.ts";
 
@@ -38,15 +38,20 @@ function sendTenMiBByNodeHttp(url: string): Promise<{ status: number; body: { er
   });
 }
 
-/** A raw connection: what it has read so far, and when (ms after open) the server ended or reset it. */
-function rawClient(url: string) {
+/**
+ * A raw connection: what it has read so far, when (ms after open) the server ended or reset it,
+ * and the error it saw. `allowHalfOpen` keeps its side open after the server's end.
+ */
+function rawClient(url: string, options: { allowHalfOpen?: boolean } = {}) {
   const { hostname, port } = new URL(url);
-  const socket: Socket = connect(Number(port), hostname);
+  const socket: Socket = connect({ port: Number(port), host: hostname, allowHalfOpen: options.allowHalfOpen ?? false });
   const opened = performance.now();
   let received = "";
   let closedAfterMs: number | undefined;
+  let error: string | undefined;
+  const ended = new Promise<void>((resolve) => socket.once("end", () => resolve()));
   socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
-  socket.on("error", () => {});
+  socket.on("error", (err: NodeJS.ErrnoException) => (error ??= err.code ?? err.message));
   const closed = new Promise<void>((resolve) =>
     socket.on("close", () => {
       closedAfterMs ??= performance.now() - opened;
@@ -56,8 +61,10 @@ function rawClient(url: string) {
   return {
     socket,
     closed,
+    ended,
     received: () => received,
     closedAfterMs: () => closedAfterMs,
+    error: () => error,
     /** writes `bytes` unless the socket is gone; false once it is */
     write: (bytes: Uint8Array) => !socket.destroyed && socket.writable && socket.write(bytes),
   };
@@ -151,8 +158,93 @@ eachDatabase("oversized bodies", (get) => {
     }
     await client.closed;
     assert.match(client.received(), /^HTTP\/1\.1 413 /);
-    // cut after at most the body limit and the drain's bytes (and what sat in socket buffers)
-    assert.ok(written < 1024 * 1024 + DRAIN_MAX_BYTES + 8 * 1024 * 1024, `wrote ${written} bytes before the cut`);
+    // cut after at most the body limit, the drain's and the linger's bytes, and what sat in the
+    // socket buffers of both ends (on loopback up to 6 MiB received and 4 MiB sent, and a frame)
+    const slack = 12 * 1024 * 1024;
+    assert.ok(written < 1024 * 1024 + DRAIN_MAX_BYTES + LINGER_MAX_BYTES + slack, `wrote ${written} bytes before the cut`);
     assert.ok(client.closedAfterMs()! < DRAIN_MAX_MS + 2_000);
+  });
+
+  test("an endless upload reads its 413 every time: 30 in a row, none reset before the answer", { timeout: 60_000 }, async () => {
+    const mib = new Uint8Array(1024 * 1024).fill(0x20);
+    const frame = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from("\r\n")]);
+    const missed: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const client = rawClient(suite.server.url);
+      client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      // writes as fast as the socket takes it, until the server closes or 4 budgets are written
+      for (let written = 0; client.closedAfterMs() === undefined && written < 4 * DRAIN_MAX_BYTES; written += frame.length) {
+        if (!client.write(frame)) await new Promise<void>((resolve) => {
+          client.socket.once("drain", () => resolve());
+          client.socket.once("close", () => resolve());
+        });
+      }
+      await client.closed;
+      if (!/^HTTP\/1\.1 413 /.test(client.received())) missed.push(`run ${i}: ${client.error() ?? "no error"}, read ${JSON.stringify(client.received().slice(0, 20))}`);
+    }
+    assert.deepEqual(missed, []);
+  });
+
+  test("the close after a cut is staged: the 413 and the end arrive, then the server still reads what follows", { timeout: 30_000 }, async () => {
+    const client = rawClient(suite.server.url, { allowHalfOpen: true });
+    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
+    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
+    await client.ended;
+    assert.match(client.received(), /^HTTP\/1\.1 413 /);
+    assert.match(client.received(), /connection: close/i);
+    // the server's side is ended, not destroyed: more of the body is read, not reset
+    for (let i = 0; i < 4; i++) {
+      client.write(new Uint8Array(256 * 1024).fill(0x20));
+      await sleep(20);
+    }
+    assert.equal(client.error(), undefined, "the writes after the answer were taken");
+    assert.equal(client.closedAfterMs(), undefined, "still open while the client writes");
+    // the client closes its side: the server closes at once, with no reset
+    client.socket.end();
+    const t0 = performance.now();
+    await client.closed;
+    assert.ok(performance.now() - t0 < 1_000, `closed ${(performance.now() - t0).toFixed(0)} ms after the client's end`);
+    assert.equal(client.error(), undefined);
+  });
+
+  test("a client that keeps its side open after the 413 is let go when the linger is up: a write then is reset", { timeout: 30_000 }, async () => {
+    const client = rawClient(suite.server.url, { allowHalfOpen: true });
+    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
+    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
+    await client.ended;
+    assert.match(client.received(), /^HTTP\/1\.1 413 /);
+    // halfway through the linger a write is still read
+    await sleep(LINGER_MS / 2);
+    client.write(new Uint8Array(64 * 1024).fill(0x20));
+    await sleep(50);
+    assert.equal(client.error(), undefined, "a write within the linger is taken");
+    // once it is up the server has let the connection go: a write then is answered by a reset,
+    // which the client reads as an error on its write after that
+    await sleep(LINGER_MS / 2 + 1_000);
+    for (let i = 0; i < 20 && client.closedAfterMs() === undefined; i++) {
+      client.write(new Uint8Array(64 * 1024).fill(0x20));
+      await sleep(50);
+    }
+    assert.notEqual(client.closedAfterMs(), undefined, "the connection was let go");
+    assert.match(client.error() ?? "", /ECONNRESET|EPIPE/);
+  });
+
+  test("a client that writes on past the linger's bytes is cut before they are all read", { timeout: 30_000 }, async () => {
+    const client = rawClient(suite.server.url, { allowHalfOpen: true });
+    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
+    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
+    await client.ended;
+    const mib = new Uint8Array(1024 * 1024).fill(0x20);
+    let written = 0;
+    while (client.closedAfterMs() === undefined && written < 4 * LINGER_MAX_BYTES) {
+      if (!client.write(mib)) await new Promise<void>((resolve) => {
+        client.socket.once("drain", () => resolve());
+        client.socket.once("close", () => resolve());
+      });
+      written += mib.length;
+    }
+    await client.closed;
+    assert.ok(written < LINGER_MAX_BYTES + 12 * 1024 * 1024, `wrote ${written} bytes after the answer`);
+    assert.ok(client.closedAfterMs()! < LINGER_MS, `closed after ${client.closedAfterMs()!.toFixed(0)} ms: by its bytes, not its time`);
   });
 });
