@@ -72,6 +72,46 @@ function rawClient(url: string, options: { allowHalfOpen?: boolean } = {}) {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A half-open raw client that sent a body declaring more than the drain takes, once it has read
+ * the 413 and the server's end: the server answers such a body at once.
+ */
+async function answeredAtOnce(url: string) {
+  const client = rawClient(url, { allowHalfOpen: true });
+  client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
+  client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
+  await client.ended;
+  return client;
+}
+
+/** Writes `bytes` again and again as fast as the socket takes them, until it closes or `most` are written; the bytes written. */
+async function writeUntilClosed(client: ReturnType<typeof rawClient>, bytes: Uint8Array, most: number): Promise<number> {
+  let written = 0;
+  while (client.closedAfterMs() === undefined && written < most) {
+    if (!client.write(bytes)) await new Promise<void>((resolve) => {
+      client.socket.once("drain", () => resolve());
+      client.socket.once("close", () => resolve());
+    });
+    written += bytes.byteLength;
+  }
+  return written;
+}
+
+/** One MiB of spaces as a chunk of a chunked body. */
+const CHUNK_FRAME = Buffer.concat([Buffer.from(`${(1024 * 1024).toString(16)}\r\n`), new Uint8Array(1024 * 1024).fill(0x20), Buffer.from("\r\n")]);
+
+/** What a loopback connection holds in flight at most: 6 MiB received, 4 MiB sent, a frame queued, and room. */
+const BUFFERED = 12 * 1024 * 1024;
+
+/** A chunked upload that never ends, written as fast as the server reads, until it is closed. */
+async function endlessUpload(url: string) {
+  const client = rawClient(url);
+  client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  const written = await writeUntilClosed(client, CHUNK_FRAME, 4 * DRAIN_MAX_BYTES);
+  await client.closed;
+  return { client, written };
+}
+
 eachDatabase("oversized bodies", (get) => {
   const suite = fixtureSuite(get);
 
@@ -143,53 +183,24 @@ eachDatabase("oversized bodies", (get) => {
   });
 
   test("a fast endless upload is cut once the drain has read its bytes", { timeout: 30_000 }, async () => {
-    const client = rawClient(suite.server.url);
-    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
-    const mib = new Uint8Array(1024 * 1024).fill(0x20);
-    const frame = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from("\r\n")]);
-    let written = 0;
-    while (client.closedAfterMs() === undefined && written < 4 * DRAIN_MAX_BYTES) {
-      if (!client.write(frame)) await new Promise<void>((resolve) => {
-        const done = () => resolve();
-        client.socket.once("drain", done);
-        client.socket.once("close", done);
-      });
-      written += frame.length;
-    }
-    await client.closed;
+    const { client, written } = await endlessUpload(suite.server.url);
     assert.match(client.received(), /^HTTP\/1\.1 413 /);
-    // cut after at most the body limit, the drain's and the linger's bytes, and what sat in the
-    // socket buffers of both ends (on loopback up to 6 MiB received and 4 MiB sent, and a frame)
-    const slack = 12 * 1024 * 1024;
-    assert.ok(written < 1024 * 1024 + DRAIN_MAX_BYTES + LINGER_MAX_BYTES + slack, `wrote ${written} bytes before the cut`);
+    // cut after at most the body limit, the drain's and the linger's bytes, and what was in flight
+    assert.ok(written < 1024 * 1024 + DRAIN_MAX_BYTES + LINGER_MAX_BYTES + BUFFERED, `wrote ${written} bytes before the cut`);
     assert.ok(client.closedAfterMs()! < DRAIN_MAX_MS + 2_000);
   });
 
   test("an endless upload reads its 413 every time: 30 in a row, none reset before the answer", { timeout: 60_000 }, async () => {
-    const mib = new Uint8Array(1024 * 1024).fill(0x20);
-    const frame = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from("\r\n")]);
     const missed: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const client = rawClient(suite.server.url);
-      client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
-      // writes as fast as the socket takes it, until the server closes or 4 budgets are written
-      for (let written = 0; client.closedAfterMs() === undefined && written < 4 * DRAIN_MAX_BYTES; written += frame.length) {
-        if (!client.write(frame)) await new Promise<void>((resolve) => {
-          client.socket.once("drain", () => resolve());
-          client.socket.once("close", () => resolve());
-        });
-      }
-      await client.closed;
+      const { client } = await endlessUpload(suite.server.url);
       if (!/^HTTP\/1\.1 413 /.test(client.received())) missed.push(`run ${i}: ${client.error() ?? "no error"}, read ${JSON.stringify(client.received().slice(0, 20))}`);
     }
     assert.deepEqual(missed, []);
   });
 
   test("the close after a cut is staged: the 413 and the end arrive, then the server still reads what follows", { timeout: 30_000 }, async () => {
-    const client = rawClient(suite.server.url, { allowHalfOpen: true });
-    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
-    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
-    await client.ended;
+    const client = await answeredAtOnce(suite.server.url);
     assert.match(client.received(), /^HTTP\/1\.1 413 /);
     assert.match(client.received(), /connection: close/i);
     // the server's side is ended, not destroyed: more of the body is read, not reset
@@ -208,10 +219,7 @@ eachDatabase("oversized bodies", (get) => {
   });
 
   test("a client that keeps its side open after the 413 is let go when the linger is up: a write then is reset", { timeout: 30_000 }, async () => {
-    const client = rawClient(suite.server.url, { allowHalfOpen: true });
-    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
-    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
-    await client.ended;
+    const client = await answeredAtOnce(suite.server.url);
     assert.match(client.received(), /^HTTP\/1\.1 413 /);
     // halfway through the linger a write is still read
     await sleep(LINGER_MS / 2);
@@ -230,21 +238,10 @@ eachDatabase("oversized bodies", (get) => {
   });
 
   test("a client that writes on past the linger's bytes is cut before they are all read", { timeout: 30_000 }, async () => {
-    const client = rawClient(suite.server.url, { allowHalfOpen: true });
-    client.socket.write(`POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 + DRAIN_MAX_BYTES + 1}\r\n\r\n`);
-    client.write(new Uint8Array(1024 * 1024 + 1).fill(0x20));
-    await client.ended;
-    const mib = new Uint8Array(1024 * 1024).fill(0x20);
-    let written = 0;
-    while (client.closedAfterMs() === undefined && written < 4 * LINGER_MAX_BYTES) {
-      if (!client.write(mib)) await new Promise<void>((resolve) => {
-        client.socket.once("drain", () => resolve());
-        client.socket.once("close", () => resolve());
-      });
-      written += mib.length;
-    }
+    const client = await answeredAtOnce(suite.server.url);
+    const written = await writeUntilClosed(client, new Uint8Array(1024 * 1024).fill(0x20), 4 * LINGER_MAX_BYTES);
     await client.closed;
-    assert.ok(written < LINGER_MAX_BYTES + 12 * 1024 * 1024, `wrote ${written} bytes after the answer`);
+    assert.ok(written < LINGER_MAX_BYTES + BUFFERED, `wrote ${written} bytes after the answer`);
     assert.ok(client.closedAfterMs()! < LINGER_MS, `closed after ${client.closedAfterMs()!.toFixed(0)} ms: by its bytes, not its time`);
   });
 });
