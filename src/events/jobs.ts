@@ -2,7 +2,7 @@
 // so an ended job always has its event and an event always has its ended job.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { WEBHOOKS_CHANNEL } from "./watch.ts";
+import { WEBHOOKS_CHANNEL } from "../index/changes.ts";
 
 /** Writes the event and its deliveries (none when no endpoint of the account subscribes to the type). */
 export async function jobEvent(tx: Db, event: { jobId: string; type: "job.completed" | "job.failed"; now: Date; baseUrl: string }): Promise<void> {

@@ -1,7 +1,7 @@
 // An account's watchlist: the wallets whose changes it hears of as wallet.changed events.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { snapshotWallets } from "./watch.ts";
+import { snapshotWallets } from "../index/changes.ts";
 
 /** Wallets one account may watch at most. */
 export const WATCHLIST_MAX = 100_000;

@@ -3,7 +3,7 @@
 // writeHubObservations, the same import path as NDJSON files (classification, reverse_entries).
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { changedWallets } from "../events/watch.ts";
+import { changedWallets } from "../index/changes.ts";
 import { writeObservations, type ImportCounts } from "../index/import.ts";
 import { parseObservationFields, type Observation } from "../index/observations.ts";
 

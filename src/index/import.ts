@@ -2,7 +2,7 @@
 // any is written, then upserted in batches inside one transaction: a file lands whole or not at all.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { changedWallets as compareWatched, type ChangeCause } from "../events/watch.ts";
+import { changedWallets as compareWatched, type ChangeCause } from "./changes.ts";
 import { parseObservation, type IdentityObservation, type LinkKind, type Observation, type Reachability } from "./observations.ts";
 
 /** A line that does not follow the import format; the message is "line N: <reason>". */
@@ -313,7 +313,7 @@ async function writePlan(tx: Db, plan: Plan, now: Date, cause: ChangeCause): Pro
     statements.push(async () => void (await tx.query(sql("wallets_refresh_last_updated"), [batch])));
   }
   await pipelined(statements);
-  // the watched wallets these statements changed: one wallet.changed event each (src/events/watch.ts)
+  // the watched wallets these statements changed: one wallet.changed event each (src/index/changes.ts)
   await compareWatched(tx, cause, now);
 
   return {

@@ -2,7 +2,7 @@
 // first and then the oldest check first, looked up against the X API 100 at a time. Each call's
 // results and its share of the daily count are stored in one transaction, so a run stopped at
 // any point keeps what it did and the next run goes on from there.
-import { changedWallets } from "../events/watch.ts";
+import { changedWallets } from "../index/changes.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
 import { lookupUsers, X_USERS_PER_CALL, type LookupOutcome, type RateLimit, type XUsersClient } from "../sources/x-users.ts";

@@ -5,7 +5,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Metered, Meterer } from "../http/meter.ts";
 import { OutboundError } from "../http/outbound.ts";
 import { newEndpointSecret } from "../webhooks/secrets.ts";
-import { WEBHOOKS_CHANNEL } from "../events/watch.ts";
+import { WEBHOOKS_CHANNEL } from "../index/changes.ts";
 import type { OperationDeps } from "./deps.ts";
 import { outcomeOf, type Outcome } from "./outcome.ts";
 

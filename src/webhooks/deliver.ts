@@ -7,7 +7,7 @@
 import type { Config } from "../config.ts";
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { WEBHOOKS_CHANNEL } from "../events/watch.ts";
+import { WEBHOOKS_CHANNEL } from "../index/changes.ts";
 import { OutboundError, type Outbound } from "../http/outbound.ts";
 import type { Log } from "../observe/log.ts";
 import { metrics } from "../observe/metrics.ts";

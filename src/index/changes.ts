@@ -4,8 +4,8 @@
 // those with their last snapshot and writes one event per wallet and watching account.
 import type { Db } from "../db/types.ts";
 import { sql } from "../db/queries.ts";
-import { buildViews, selectIdentityRows, type WalletView } from "../index/records.ts";
-import { walletRecordJson } from "../index/record-json.ts";
+import { buildViews, selectIdentityRows, type WalletView } from "./records.ts";
+import { walletRecordJson } from "./record-json.ts";
 
 /** Who wrote the change: an import file, a job's live resolution, the daily maintenance, a Farcaster hub. */
 export type ChangeCause = "import" | "job" | "maintenance" | "hub";
