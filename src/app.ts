@@ -31,7 +31,7 @@ import { optOutOpenapi, optOutRoutes } from "./rest/opt-out.ts";
 import type { VerifyAccessToken } from "./mcp/credentials.ts";
 import { isMcpRequest, MCP_COMPRESS_THRESHOLD_BYTES, mcpOpenapi, mcpRoutes } from "./mcp/route.ts";
 import { paymentServerOf, type PaymentServer } from "./x402/payment.ts";
-import { createPerCallDeps } from "./operations/percall.ts";
+import { createPerCallDeps, recordsWritten } from "./operations/percall.ts";
 import type { LiveSource, RetryOptions } from "./sources/types.ts";
 import type { OAuthDeps } from "./oauth/deps.ts";
 import { verifyAccessToken } from "./oauth/grants.ts";
@@ -67,7 +67,7 @@ export interface App {
   fetch: (req: Request, env?: unknown) => Promise<Response>;
   /** The MCP server's check of an OAuth access token (`wid_mcp_…`). */
   verifyAccessToken: VerifyAccessToken;
-  /** Writes buffered usage counters; call before closing the database. */
+  /** Writes buffered usage counters and waits for paid calls' outcome records; call before closing the database. */
   close: () => Promise<void>;
   /** The method and path of every handler mounted (hono path syntax), for checks of the document. */
   routes: Array<{ method: string; path: string }>;
@@ -329,7 +329,10 @@ export function createApp(deps: AppDeps): App {
         gzip: deps.gzip,
       }),
     verifyAccessToken: verify,
-    close: () => usage.flush(),
+    close: async () => {
+      await recordsWritten(paid);
+      await usage.flush();
+    },
     routes: app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, path: r.path })),
   };
 }

@@ -14,11 +14,21 @@ export interface PerCallDeps extends OperationDeps {
   payments: PaymentServer | undefined;
   /** Atomic units a billed match costs (X402_MATCH_PRICE). */
   price: bigint;
+  /** The outcome records started after their answers and not yet written (see recordsWritten). */
+  records: Set<Promise<void>>;
 }
 
 /** The per-call payment dependencies: the resource server given, or the one X402_FACILITATOR_URL and X402_PAY_TO configure. */
 export function createPerCallDeps(deps: OperationDeps, payments?: PaymentServer): PerCallDeps {
-  return { ...deps, payments: payments ?? paymentServerOf(deps.config), price: deps.config.upstreams.x402MatchPrice };
+  return { ...deps, payments: payments ?? paymentServerOf(deps.config), price: deps.config.upstreams.x402MatchPrice, records: new Set() };
+}
+
+/**
+ * Waits for the outcome records already started: the app's close calls it before the database
+ * closes, so a graceful stop right after a paid answer leaves no row `claimed`.
+ */
+export async function recordsWritten(deps: PerCallDeps): Promise<void> {
+  await Promise.all(deps.records);
 }
 
 /** A paid call as the face describes it. */
@@ -63,14 +73,19 @@ const unavailable = (what: string) =>
  */
 function recordAfter(deps: PerCallDeps, outcome: Parameters<typeof recordCall>[1]): void {
   // a task of its own: the answer is written first
-  setTimeout(() => {
-    recordCall(deps.db, outcome).catch((err) => {
-      deps.log(
-        `x402 paid call ${outcome.id}${outcome.txHash ? ` (tx ${outcome.txHash})` : ""} ${outcome.state} but not recorded: ${err instanceof Error ? err.message : String(err)}`,
-        "error",
-      );
-    });
-  }, 0);
+  const record: Promise<void> = new Promise((resolve) => setTimeout(resolve, 0))
+    .then(() => recordCall(deps.db, outcome))
+    .then(
+      () => {},
+      (err) => {
+        deps.log(
+          `x402 paid call ${outcome.id}${outcome.txHash ? ` (tx ${outcome.txHash})` : ""} ${outcome.state} but not recorded: ${err instanceof Error ? err.message : String(err)}`,
+          "error",
+        );
+      },
+    )
+    .finally(() => deps.records.delete(record));
+  deps.records.add(record);
 }
 
 /**
