@@ -1848,9 +1848,10 @@ BEGIN
   RETURN NULL;
 END $function$;
 
-CREATE OR REPLACE FUNCTION public.watch_events_create(p_events text, p_now timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.watch_events_create(p_wallets text[], p_events text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
+ SET work_mem TO '64MB'
 AS $function$
 DECLARE
   v_written integer;
@@ -1859,7 +1860,7 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(t.account_id::text, 7201))
      FROM (SELECT DISTINCT w.account_id
              FROM watched_wallets w JOIN accounts a ON a.id = w.account_id
-            WHERE w.wallet IN (SELECT e->>0 FROM json_array_elements(p_events::json) AS e) AND NOT a.unmetered
+            WHERE w.wallet = ANY (p_wallets) AND NOT a.unmetered
             ORDER BY w.account_id) t;
 
   WITH ev AS (

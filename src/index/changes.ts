@@ -94,7 +94,7 @@ export async function changedWallets(tx: Db, cause: ChangeCause, now: Date): Pro
   }
   if (events.length === 0) return 0;
   await tx.query(sql("watch_snapshots_upsert_many"), [JSON.stringify(snapshotsNow), true]);
-  const [{ events: written }] = await tx.query<{ events: number }>(sql("watch_events_create"), [JSON.stringify(events), now]);
+  const [{ events: written }] = await tx.query<{ events: number }>(sql("watch_events_create"), [events.map(([wallet]) => wallet), JSON.stringify(events), now]);
   if (written > 0) await tx.query(sql("jobs_notify"), [WEBHOOKS_CHANNEL]);
   return written;
 }
