@@ -36,7 +36,7 @@ export interface DelivererParams {
   owner?: string;
   /** Attempts in flight at once in this process (default 64). */
   concurrency?: number;
-  /** Of one endpoint (default 16: a slow receiver holds at most a quarter of the slots). */
+  /** Requests at one endpoint at once (default 16: a slow receiver holds at most a quarter of the slots). */
   perEndpoint?: number;
   /** Poll interval while nothing is due (default 1000 ms). */
   idleMs?: number;
@@ -101,7 +101,8 @@ export function createDeliverer(params: DelivererParams): Deliverer {
     });
   }
 
-  async function attempt(row: Claimed): Promise<void> {
+  /** Sends one delivery and writes its outcome; `sent` is called once the receiver has answered or failed. */
+  async function attempt(row: Claimed, sent: () => void): Promise<void> {
     const now = params.now();
     let code: number | null = null;
     let reason: string;
@@ -130,6 +131,8 @@ export function createDeliverer(params: DelivererParams): Deliverer {
       reason = err instanceof OutboundError ? `not sent: ${err.reason}` : "not sent: the secret could not be read";
       if (!(err instanceof OutboundError)) log(`webhook endpoint ${row.endpoint_id}: ${(err as Error).message}`, "error");
     }
+    // the receiver is done with this attempt: its slot is free while the outcome is written
+    sent();
 
     if (code !== null && code >= 200 && code < 300) {
       metrics.webhookAttempts.inc({ outcome: "delivered" });
@@ -159,16 +162,25 @@ export function createDeliverer(params: DelivererParams): Deliverer {
   }
 
   function track(row: Claimed) {
+    // `inFlight` counts requests at each endpoint (a receiver's slots), `running` every attempt
+    // until its outcome is written
     inFlight.set(row.endpoint_id, (inFlight.get(row.endpoint_id) ?? 0) + 1);
-    const done: Promise<void> = attempt(row)
+    let sent = false;
+    const release = () => {
+      if (sent) return;
+      sent = true;
+      const left = inFlight.get(row.endpoint_id)! - 1;
+      if (left === 0) inFlight.delete(row.endpoint_id);
+      else inFlight.set(row.endpoint_id, left);
+      wake?.();
+    };
+    const done: Promise<void> = attempt(row, release)
       .catch((err: Error) => {
         // the outcome could not be written: the claim's lease runs out and the delivery is sent again
         log(`webhook endpoint ${row.endpoint_id}: delivery ${row.id}: ${err.message}; it is retried when its lease ends`, "error");
       })
       .finally(() => {
-        const left = inFlight.get(row.endpoint_id)! - 1;
-        if (left === 0) inFlight.delete(row.endpoint_id);
-        else inFlight.set(row.endpoint_id, left);
+        release();
         running.delete(done);
         wake?.();
       });

@@ -4,6 +4,7 @@
 import { after, before, describe } from "node:test";
 import postgres from "postgres";
 import { openDatabase } from "../../src/db/open.ts";
+import { sql } from "../../src/db/queries.ts";
 import type { Db, DbTimeouts } from "../../src/db/types.ts";
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -75,4 +76,21 @@ export function eachDatabase(title: string, body: (get: () => TestDatabase) => v
       });
     });
   }
+}
+
+/** `db`, with every run of the named statement (sql/queries) held `ms` before it is sent. */
+export function slowStatement(db: Db, name: Parameters<typeof sql>[0], ms: number): Db {
+  const text = sql(name);
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "query") {
+        return async (query: string, params?: readonly unknown[]) => {
+          if (query === text) await new Promise((resolve) => setTimeout(resolve, ms));
+          return await target.query(query, params);
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }

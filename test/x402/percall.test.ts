@@ -12,10 +12,9 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../../src/db/types.ts";
-import { sql } from "../../src/db/queries.ts";
 import { startFacilitator, type Facilitator } from "../../scripts/facilitator.ts";
 import { openCalls, recordCall } from "../../src/x402/percall.ts";
-import { eachDatabase } from "../support/db.ts";
+import { eachDatabase, slowStatement } from "../support/db.ts";
 import { address, assertErrorBody, expectStatus, importIndex } from "../support/http.ts";
 import { freePort } from "../support/ports.ts";
 import { createClock, startServer, type TestServer } from "../support/server.ts";
@@ -332,20 +331,8 @@ eachDatabase("x402 pay per call: faults", (get) => {
 
   test("a graceful stop right after a paid answer waits for the answer's outcome record: no row is left claimed", async () => {
     // the outcome record is slow here (300 ms), so a close that did not wait would return first
-    const recordText = sql("x402_calls_record_outcome");
     const db = get().db;
-    const slowRecords = new Proxy(db, {
-      get(target, prop) {
-        if (prop === "query") {
-          return async (text: string, params?: readonly unknown[]) => {
-            if (text === recordText) await new Promise((resolve) => setTimeout(resolve, 300));
-            return await target.query(text, params);
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const slowRecords = slowStatement(db, "x402_calls_record_outcome", 300);
     const stopping = await startServer(slowRecords, { clock: createClock(new Date()), env: { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: PAY_TO } });
     const payer = await newPayer(facilitator, 1_000_000n);
     const res = await expectStatus(await payer.pay(`${stopping.url}/api/v1/wallet/${MATCHED}`), 200);
