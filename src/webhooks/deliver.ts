@@ -101,7 +101,7 @@ export function createDeliverer(params: DelivererParams): Deliverer {
     });
   }
 
-  /** Sends one delivery and writes its outcome; `sent` is called once the receiver has answered or failed. */
+  /** Sends one delivery and writes its outcome; `sent` is called once the receiver has answered or failed (not after a 410). */
   async function attempt(row: Claimed, sent: () => void): Promise<void> {
     const now = params.now();
     let code: number | null = null;
@@ -131,8 +131,9 @@ export function createDeliverer(params: DelivererParams): Deliverer {
       reason = err instanceof OutboundError ? `not sent: ${err.reason}` : "not sent: the secret could not be read";
       if (!(err instanceof OutboundError)) log(`webhook endpoint ${row.endpoint_id}: ${(err as Error).message}`, "error");
     }
-    // the receiver is done with this attempt: its slot is free while the outcome is written
-    sent();
+    // the receiver is done with this attempt: its slot is free while the outcome is written (but
+    // for a 410, whose slot stays taken until the endpoint is disabled, so nothing more is claimed for it)
+    if (code !== 410) sent();
 
     if (code !== null && code >= 200 && code < 300) {
       metrics.webhookAttempts.inc({ outcome: "delivered" });
